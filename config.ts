@@ -1,0 +1,105 @@
+// Runtime configuration: every environment variable the service reads, validated
+// once at start so a typo fails loudly instead of running on a silent default.
+import { z } from 'zod';
+
+const bool = z
+  .enum(['true', 'false', '1', '0'])
+  .transform((v) => v === 'true' || v === '1');
+const int = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d+$/, 'must be a whole number')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+
+const envSchema = z.object({
+  PORT: int(0, 65535).default(8080),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  DATA_DIR: z.string().min(1).default('./data'),
+  PUBLIC_BASE_URL: z.url().optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  TWILIO_API_BASE: z.url().default('https://api.twilio.com'),
+  TELNYX_API_BASE: z.url().default('https://api.telnyx.com'),
+  LLM_BASE_URL: z.url().default('https://api.openai.com/v1'),
+  LLM_API_KEY: z.string().optional(),
+  LLM_MODEL: z.string().default('gpt-4o-mini'),
+  SECRETS_KEY: z
+    .string()
+    .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (32 bytes)')
+    .optional(),
+  ALLOW_PRIVATE_NETWORK_TARGETS: bool.default(false),
+  SCHEDULER_INTERVAL_MS: int(10, 86_400_000).default(60_000),
+  CALL_STARTED_DELAY_MS: int(0, 600_000).default(2000),
+  RATE_LIMIT_READS_PER_MIN: int(1, 100_000_000).default(600),
+  RATE_LIMIT_WRITES_PER_MIN: int(1, 100_000_000).default(120),
+  KEY_CREATION_PER_HOUR_PER_IP: int(1, 100_000_000).default(10),
+  MAX_BODY_BYTES: int(1024, 64 * 1024 * 1024).default(5 * 1024 * 1024),
+  // Behind a reverse proxy the client address is the first X-Forwarded-For entry;
+  // trusting it without a proxy would let any client pick its own rate-limit bucket.
+  TRUST_PROXY: bool.default(false),
+  SHUTDOWN_GRACE_MS: int(0, 600_000).default(10_000),
+});
+
+export type Env = z.input<typeof envSchema>;
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  publicBaseUrl: string;
+  logLevel: z.infer<typeof envSchema>['LOG_LEVEL'];
+  twilioApiBase: string;
+  telnyxApiBase: string;
+  llm: { baseUrl: string; apiKey: string | undefined; model: string };
+  secretsKeyHex: string | undefined;
+  allowPrivateNetworkTargets: boolean;
+  schedulerIntervalMs: number;
+  callStartedDelayMs: number;
+  rateLimits: { readsPerMin: number; writesPerMin: number; keyCreationPerHourPerIp: number };
+  maxBodyBytes: number;
+  trustProxy: boolean;
+  shutdownGraceMs: number;
+}
+
+export class ConfigError extends Error {}
+
+/** Parses the environment; empty strings count as unset so `PORT=` means the default. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const present: Record<string, string> = {};
+  for (const key of Object.keys(envSchema.shape)) {
+    const value = env[key];
+    if (value !== undefined && value !== '') present[key] = value;
+  }
+  const parsed = envSchema.safeParse(present);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n  ${lines.join('\n  ')}`);
+  }
+  const e = parsed.data;
+  const publicBase = e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`;
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    dataDir: e.DATA_DIR,
+    publicBaseUrl: publicBase.replace(/\/+$/, ''),
+    logLevel: e.LOG_LEVEL,
+    twilioApiBase: e.TWILIO_API_BASE.replace(/\/+$/, ''),
+    telnyxApiBase: e.TELNYX_API_BASE.replace(/\/+$/, ''),
+    llm: { baseUrl: e.LLM_BASE_URL, apiKey: e.LLM_API_KEY, model: e.LLM_MODEL },
+    secretsKeyHex: e.SECRETS_KEY,
+    allowPrivateNetworkTargets: e.ALLOW_PRIVATE_NETWORK_TARGETS,
+    schedulerIntervalMs: e.SCHEDULER_INTERVAL_MS,
+    callStartedDelayMs: e.CALL_STARTED_DELAY_MS,
+    rateLimits: {
+      readsPerMin: e.RATE_LIMIT_READS_PER_MIN,
+      writesPerMin: e.RATE_LIMIT_WRITES_PER_MIN,
+      keyCreationPerHourPerIp: e.KEY_CREATION_PER_HOUR_PER_IP,
+    },
+    maxBodyBytes: e.MAX_BODY_BYTES,
+    trustProxy: e.TRUST_PROXY,
+    shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+  };
+}
+
+/** The variables a README table documents, with their defaults. */
+export const configVariables = Object.keys(envSchema.shape);

@@ -1,0 +1,14 @@
+// What route handlers may use. Built once in server.ts; tests build the same thing
+// through the real server, never a stand-in.
+import type { Config } from '../config.ts';
+import type { Storage } from '../storage/index.ts';
+import type { Metrics } from './metrics.ts';
+
+export interface AppDeps {
+  config: Config;
+  storage: Storage;
+  metrics: Metrics;
+  clock: () => number;
+  /** True once storage is open and every unfinished actor is restored. */
+  isReady: () => boolean;
+}

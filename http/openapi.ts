@@ -1,0 +1,130 @@
+// The OpenAPI 3.1 document, generated from the route table and the same zod schemas
+// the handlers validate with, so the description cannot drift from the behaviour.
+import { z } from 'zod';
+import { ERRORS, ERROR_CODES, type ErrorCode } from './errors.ts';
+import type { RouteDef } from './route.ts';
+import { errorEnvelope } from './schemas.ts';
+
+type Json = Record<string, unknown>;
+
+function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Json {
+  const out = z.toJSONSchema(schema, { io, unrepresentable: 'any', target: 'draft-2020-12' }) as Json;
+  delete out['$schema'];
+  return out;
+}
+
+const MUTATION_ERRORS: ErrorCode[] = [
+  'invalid_json',
+  'invalid_content_type',
+  'payload_too_large',
+  'invalid_idempotency_key',
+  'idempotency_key_reused',
+  'idempotency_key_in_use',
+];
+
+/** Codes every route can answer with besides its own. */
+function commonErrors(r: RouteDef): ErrorCode[] {
+  const codes: ErrorCode[] = ['server_error'];
+  if (r.path.startsWith('/v1/')) codes.push('rate_limit_exceeded');
+  if (r.path.startsWith('/v1/') && r.auth !== 'none') codes.push('invalid_api_key', 'key_secret_required');
+  if (r.method !== 'GET' && r.path.startsWith('/v1/')) codes.push(...MUTATION_ERRORS);
+  if (r.body || r.query) codes.push('invalid_request', 'missing_field');
+  return codes;
+}
+
+function errorResponses(codes: ErrorCode[]): Json {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const c of new Set(codes)) {
+    const status = ERRORS[c].status;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), c]);
+  }
+  const out: Json = {};
+  for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
+    out[String(status)] = {
+      description: list.map((c) => `\`${c}\`: ${ERRORS[c].message}`).join('\n\n'),
+      content: {
+        'application/json': {
+          schema: {
+            allOf: [
+              { $ref: '#/components/schemas/Error' },
+              { type: 'object', properties: { error: { type: 'object', properties: { code: { enum: list } } } } },
+            ],
+          },
+        },
+      },
+    };
+  }
+  return out;
+}
+
+function parameters(r: RouteDef): Json[] {
+  const params: Json[] = [];
+  for (const m of r.path.matchAll(/\{(\w+)\}/g)) {
+    params.push({ name: m[1], in: 'path', required: true, schema: { type: 'string' }, description: m[1]!.includes('number') ? 'E.164; encode + as %2B.' : undefined });
+  }
+  if (r.query) {
+    const q = jsonSchema(r.query, 'input') as { properties?: Record<string, Json>; required?: string[] };
+    for (const [name, schema] of Object.entries(q.properties ?? {})) {
+      const { description, ...rest } = schema;
+      params.push({ name, in: 'query', required: q.required?.includes(name) ?? false, schema: rest, description });
+    }
+  }
+  return params;
+}
+
+export function buildOpenApi(routes: RouteDef<any, any>[], serverUrl: string): Json {
+  const paths: Record<string, Json> = {};
+  for (const r of routes) {
+    const responses: Json = {};
+    for (const [status, doc] of Object.entries(r.responses)) {
+      responses[status] = doc.schema
+        ? { description: doc.description, content: { 'application/json': { schema: jsonSchema(doc.schema, 'output') } } }
+        : { description: doc.description };
+    }
+    Object.assign(responses, errorResponses([...r.errors, ...commonErrors(r)]));
+    const op: Json = {
+      summary: r.summary,
+      tags: [r.tag],
+      operationId: `${r.method.toLowerCase()}${r.path.replace(/[{}]/g, '').replace(/[^a-zA-Z0-9]+(.)?/g, (_, c: string | undefined) => (c ? c.toUpperCase() : ''))}`,
+      security: r.auth === 'none' || !r.path.startsWith('/v1/') ? [] : r.auth === 'optional' ? [{}, { apiKey: [] }] : [{ apiKey: [] }],
+      parameters: parameters(r),
+      responses,
+    };
+    if (r.method !== 'GET') {
+      op['parameters'] = [
+        ...(op['parameters'] as Json[]),
+        { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 255 }, description: 'Replays the stored response for 24 hours (scoped to the account, method and path).' },
+      ];
+    }
+    if (r.body) op['requestBody'] = { required: false, content: { 'application/json': { schema: jsonSchema(r.body, 'input') } } };
+    paths[r.path] = { ...(paths[r.path] ?? {}), [r.method.toLowerCase()]: op };
+  }
+
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Switchboard API',
+      version: '1.0.0',
+      description:
+        'Self-hosted voice AI agents on your own carrier numbers. Authenticate with `Authorization: Bearer KEY_ID:KEY_SECRET`. ' +
+        'Every error is `{error:{type, code, message, details}}`; branch on `code`. Every /v1 response carries X-RateLimit-Limit, ' +
+        'X-RateLimit-Remaining and X-RateLimit-Reset for its class (reads 600/min, writes 120/min per key; POST /v1/keys 10/hour per IP).',
+    },
+    servers: [{ url: serverUrl }],
+    paths,
+    components: {
+      securitySchemes: {
+        apiKey: { type: 'http', scheme: 'bearer', description: 'KEY_ID:KEY_SECRET, joined by a colon.' },
+      },
+      schemas: {
+        Error: jsonSchema(errorEnvelope, 'output'),
+        ErrorCode: {
+          type: 'string',
+          enum: ERROR_CODES,
+          description: 'Every code the API answers with.',
+          'x-error-registry': Object.fromEntries(ERROR_CODES.map((c) => [c, ERRORS[c]])),
+        },
+      },
+    },
+  };
+}

@@ -1,0 +1,254 @@
+// The request pipeline, free of uWS: route → authenticate → rate limit → body limit →
+// idempotency → content type and JSON → validation → handler → envelope. Every /v1
+// response carries X-RateLimit-* headers; every response carries X-Request-Id.
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Storage } from '../storage/index.ts';
+import { ApiError } from './errors.ts';
+import { FixedWindowLimiter, rateLimitHeaders, type RateDecision } from './rate-limit.ts';
+import { Router } from './router.ts';
+import type { HandlerContext, HandlerResult, RouteDef } from './route.ts';
+import type { Authenticator, AuthContext } from './auth.ts';
+import { parseWith } from './validation.ts';
+import type { Metrics } from './metrics.ts';
+
+export interface RawRequest {
+  method: string;
+  path: string;
+  query: string;
+  /** Lower-cased names. */
+  headers: Record<string, string>;
+  ip: string;
+  body: Buffer | null;
+  bodyTooLarge: boolean;
+}
+
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+export interface PipelineDeps {
+  storage: Storage;
+  auth: Authenticator;
+  metrics: Metrics;
+  log: Logger;
+  routes: RouteDef<any, any>[];
+  rateLimits: { readsPerMin: number; writesPerMin: number; keyCreationPerHourPerIp: number };
+  clock: () => number;
+}
+
+const MUTATIONS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const JSON_TYPE = /^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i;
+
+interface StoredResponse {
+  b: string;
+  h?: Record<string, string>;
+}
+
+export function createPipeline(deps: PipelineDeps) {
+  const { storage, metrics, log, clock } = deps;
+  const router = new Router<RouteDef<any, any>>();
+  for (const r of deps.routes) router.add(r.method, r.path, r);
+  const perMinute = new FixedWindowLimiter(60_000);
+  const perHour = new FixedWindowLimiter(3_600_000);
+  const inFlight = new Set<string>();
+  const idPrefix = Math.random().toString(36).slice(2, 8);
+  let idCounter = 0;
+
+  function rateLimit(bucket: string, limit: number, limiter: FixedWindowLimiter, now: number, headers: Record<string, string>): void {
+    const d: RateDecision = limiter.hit(bucket, limit, now);
+    Object.assign(headers, rateLimitHeaders(d));
+    if (!d.allowed) {
+      throw new ApiError(
+        'rate_limit_exceeded',
+        `Rate limit exceeded, try again in ${d.retryAfter} seconds.`,
+        { retry_after: d.retryAfter },
+        { 'Retry-After': String(d.retryAfter) },
+      );
+    }
+  }
+
+  /** Authenticates and applies the bucket of the request's class; throws 401/429. */
+  function gate(route: RouteDef | null, req: RawRequest, now: number, headers: Record<string, string>): AuthContext | null {
+    const header = req.headers['authorization'];
+    if (route?.rateLimit === 'key_creation') {
+      rateLimit(`keys:${req.ip}`, deps.rateLimits.keyCreationPerHourPerIp, perHour, now, headers);
+      return deps.auth.authenticate(header, now);
+    }
+    const write = MUTATIONS.has(req.method);
+    const limit = write ? deps.rateLimits.writesPerMin : deps.rateLimits.readsPerMin;
+    const cls = write ? 'w' : 'r';
+    let auth: AuthContext | null = null;
+    let failure: unknown = null;
+    if (route?.auth !== 'none') {
+      try {
+        auth = deps.auth.authenticate(header, now);
+      } catch (e) {
+        failure = e;
+      }
+    }
+    // Requests without a working key count against their IP, so guessing keys is throttled too.
+    rateLimit(auth ? `key:${auth.keyId}:${cls}` : `ip:${req.ip}:${cls}`, limit, perMinute, now, headers);
+    if (failure) throw failure;
+    if (!auth && route?.auth !== 'none') throw new ApiError('invalid_api_key');
+    return auth;
+  }
+
+  function parseJsonBody(route: RouteDef, req: RawRequest): unknown {
+    const raw = req.body;
+    let body: unknown;
+    if (raw && raw.length > 0) {
+      if (!JSON_TYPE.test(req.headers['content-type'] ?? '')) throw new ApiError('invalid_content_type');
+      try {
+        body = JSON.parse(raw.toString('utf8'));
+      } catch {
+        throw new ApiError('invalid_json', 'The request body is not valid JSON. Check for trailing commas and unquoted keys.');
+      }
+    }
+    if (!route.body) return undefined;
+    if (body === undefined) body = {};
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      throw new ApiError('invalid_request', 'The request body must be a JSON object.');
+    }
+    if (route.ignoreFields) {
+      body = { ...(body as Record<string, unknown>) };
+      for (const f of route.ignoreFields) delete (body as Record<string, unknown>)[f];
+    }
+    return parseWith(route.body, body, route.fieldCodes);
+  }
+
+  function parseQuery(route: RouteDef, req: RawRequest): unknown {
+    if (!route.query) return undefined;
+    const obj: Record<string, string> = {};
+    for (const [k, v] of new URLSearchParams(req.query)) if (!(k in obj)) obj[k] = v;
+    return parseWith(route.query, obj, route.fieldCodes);
+  }
+
+  function serialize(result: HandlerResult): string {
+    return typeof result.body === 'string' ? result.body : JSON.stringify(result.body);
+  }
+
+  async function handle(req: RawRequest): Promise<RawResponse> {
+    const started = performance.now();
+    const now = clock();
+    const requestId = `req_${idPrefix}${(idCounter++).toString(36)}`;
+    const headers: Record<string, string> = { 'X-Request-Id': requestId };
+    const isV1 = req.path === '/v1' || req.path.startsWith('/v1/');
+    const m = router.match(req.method, req.path);
+    const route = m.kind === 'found' ? m.value : null;
+    const pattern = m.kind === 'not_found' ? 'unmatched' : m.pattern;
+    let auth: AuthContext | null = null;
+    let status = 500;
+    let body = '';
+    let flightKey: string | null = null;
+    let idem: { scope: string; key: string; hash: Buffer } | null = null;
+
+    try {
+      if (isV1) auth = gate(route, req, now, headers);
+      if (m.kind === 'not_found') throw new ApiError('route_not_found', `No route ${req.method} ${req.path}.`);
+      if (m.kind === 'method_not_allowed') {
+        throw new ApiError('method_not_allowed', `${req.method} is not supported on ${m.pattern}; use ${m.allowed.join(', ')}.`, undefined, { Allow: m.allowed.join(', ') });
+      }
+      const r = m.value;
+      if (req.bodyTooLarge) throw new ApiError('payload_too_large');
+
+      const idemKey = req.headers['idempotency-key'];
+      if (idemKey !== undefined && MUTATIONS.has(req.method) && isV1) {
+        if (idemKey.length < 1 || idemKey.length > 255) throw new ApiError('invalid_idempotency_key');
+        const scope = auth ? auth.accountId : `ip:${req.ip}`;
+        const hash = createHash('sha256').update(req.body ?? Buffer.alloc(0)).digest();
+        const stored = storage.idempotency.find(scope, req.method, req.path, idemKey, now);
+        if (stored) {
+          if (!stored.body_hash.equals(hash)) throw new ApiError('idempotency_key_reused');
+          const saved = JSON.parse(storage.secrets.openText(stored.response)) as StoredResponse;
+          Object.assign(headers, saved.h, { 'Idempotent-Replayed': 'true' });
+          status = stored.status;
+          body = saved.b;
+          return finish();
+        }
+        flightKey = `${scope}\n${req.method}\n${req.path}\n${idemKey}`;
+        if (inFlight.has(flightKey)) {
+          flightKey = null;
+          throw new ApiError('idempotency_key_in_use');
+        }
+        inFlight.add(flightKey);
+        idem = { scope, key: idemKey, hash };
+      }
+
+      const ctx: HandlerContext<unknown, unknown> = {
+        method: req.method,
+        path: req.path,
+        searchParams: new URLSearchParams(req.query),
+        headers: req.headers,
+        ip: req.ip,
+        requestId,
+        log,
+        params: m.params,
+        body: r.rawBody ? req.body : parseJsonBody(r, req),
+        query: parseQuery(r, req),
+        auth,
+      };
+
+      let result: HandlerResult;
+      if (r.async) {
+        result = await r.handler(ctx);
+        body = serialize(result);
+        if (idem) save(idem, result.status, body, result.headers);
+      } else if (!MUTATIONS.has(req.method)) {
+        result = r.handler(ctx) as HandlerResult;
+        body = serialize(result);
+      } else {
+        // One transaction holds the handler's writes and the stored idempotent reply.
+        result = storage.tx(() => {
+          const out = r.handler(ctx) as HandlerResult;
+          if (out instanceof Promise) throw new Error(`route ${r.method} ${r.path} is async but not marked async`);
+          body = serialize(out);
+          if (idem) save(idem, out.status, body, out.headers);
+          return out;
+        });
+      }
+      status = result.status;
+      if (result.headers) Object.assign(headers, result.headers);
+      headers['Content-Type'] = result.contentType ?? 'application/json';
+      return finish();
+    } catch (e) {
+      const err = e instanceof ApiError ? e : null;
+      if (err) {
+        status = err.status;
+        body = JSON.stringify(err.toBody());
+        if (err.headers) Object.assign(headers, err.headers);
+        if (idem) save(idem, status, body, err.headers);
+      } else {
+        status = 500;
+        log.error({ err: e, request_id: requestId, route: pattern }, 'unhandled error in request');
+        body = JSON.stringify(new ApiError('server_error', undefined, { request_id: requestId }).toBody());
+      }
+      headers['Content-Type'] = 'application/json';
+      return finish();
+    } finally {
+      if (flightKey) inFlight.delete(flightKey);
+    }
+
+    function save(i: { scope: string; key: string; hash: Buffer }, st: number, b: string, h?: Record<string, string>): void {
+      if (st >= 500) return;
+      const sealed = storage.secrets.seal(JSON.stringify(h ? { b, h } : { b }));
+      storage.idempotency.save(i.scope, req.method, req.path, i.key, i.hash, st, sealed, now);
+    }
+
+    function finish(): RawResponse {
+      const seconds = (performance.now() - started) / 1000;
+      metrics.observeRequest(req.method, pattern, status, seconds);
+      log.info(
+        { method: req.method, route: pattern, status, duration_ms: Math.round(seconds * 1e5) / 100, account_id: auth?.accountId, request_id: requestId },
+        'request',
+      );
+      return { status, headers, body };
+    }
+  }
+
+  return { handle };
+}
+
+export type Pipeline = ReturnType<typeof createPipeline>;

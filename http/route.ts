@@ -1,0 +1,78 @@
+// What a route is: a plain table entry `{method, path, body, query, handler}` with its
+// zod schemas, documented responses and error codes. Handlers never see uWS types;
+// the OpenAPI document is generated from these same entries.
+import type { z } from 'zod';
+import type { Logger } from 'pino';
+import type { ErrorCode } from './errors.ts';
+import type { AuthContext } from './auth.ts';
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export interface RequestInfo {
+  method: string;
+  path: string;
+  searchParams: URLSearchParams;
+  /** Lower-cased header names. */
+  headers: Record<string, string>;
+  ip: string;
+  requestId: string;
+  log: Logger;
+}
+
+export interface HandlerContext<B, Q> extends RequestInfo {
+  params: Record<string, string>;
+  body: B;
+  query: Q;
+  auth: AuthContext | null;
+}
+
+export interface HandlerResult {
+  status: number;
+  /** Serialized as JSON unless it is already a string. */
+  body: unknown;
+  headers?: Record<string, string>;
+  contentType?: string;
+}
+
+export interface ResponseDoc {
+  description: string;
+  schema?: z.ZodType;
+}
+
+export interface RouteDef<B = unknown, Q = unknown> {
+  method: Method;
+  /** OpenAPI-style pattern, e.g. `/v1/keys/{key_id}`. */
+  path: string;
+  summary: string;
+  tag: string;
+  /** `required` (default for /v1), `optional` (POST /v1/keys), `none` (public). */
+  auth?: 'required' | 'optional' | 'none';
+  /** Which rate-limit bucket: per key by read/write class, or the per-IP key-creation bucket. */
+  rateLimit?: 'default' | 'key_creation' | 'none';
+  body?: z.ZodType<B>;
+  /** Read-only response fields an update ignores, so a fetched object can be sent back. */
+  ignoreFields?: string[];
+  /** Carrier endpoints read the raw bytes themselves (form bodies, signatures). */
+  rawBody?: boolean;
+  query?: z.ZodType<Q>;
+  /** Maps a failing zod issue on a given field to a more specific code. */
+  fieldCodes?: Record<string, Partial<Record<string, ErrorCode>>>;
+  responses: Record<number, ResponseDoc>;
+  errors: ErrorCode[];
+  /**
+   * Handlers that touch only SQLite are synchronous and run inside one transaction
+   * together with the stored idempotent response; async handlers (carrier calls)
+   * manage their own transactions.
+   */
+  async?: boolean;
+  handler: (ctx: HandlerContext<B, Q>) => HandlerResult | Promise<HandlerResult>;
+}
+
+/** Keeps the body and query types of a route tied to its schemas. */
+export function defineRoute<B = undefined, Q = undefined>(def: RouteDef<B, Q>): RouteDef<B, Q> {
+  return def;
+}
+
+export const ok = (body: unknown, headers?: Record<string, string>): HandlerResult =>
+  headers ? { status: 200, body, headers } : { status: 200, body };
+export const created = (body: unknown): HandlerResult => ({ status: 201, body });

@@ -1,0 +1,125 @@
+// Wires config, logger, storage and HTTP into one running service, and handles
+// SIGTERM/SIGINT: stop accepting, finish in-flight requests, close the database.
+import { join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import pino, { type Logger } from 'pino';
+import { loadConfig, type Config } from './config.ts';
+import { openDatabase } from './storage/db.ts';
+import { createStorage, type Storage } from './storage/index.ts';
+import { createSecretBox, loadSecretsKey } from './storage/secret-box.ts';
+import { createAuthenticator } from './http/auth.ts';
+import { Metrics } from './http/metrics.ts';
+import { createPipeline } from './http/pipeline.ts';
+import { allRoutes } from './http/routes/index.ts';
+import { startHttpServer, type HttpServer } from './http/uws-adapter.ts';
+import type { AppDeps } from './http/deps.ts';
+import type { TemplatedApp } from 'uWebSockets.js';
+
+export interface Switchboard {
+  port: number;
+  url: string;
+  storage: Storage;
+  http: HttpServer;
+  log: Logger;
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  log?: Logger;
+  clock?: () => number;
+  configure?: (app: TemplatedApp) => void;
+}
+
+/** Secrets, phone numbers and transcripts never reach the log in clear. */
+export const REDACT_PATHS = [
+  'req.headers.authorization',
+  '*.key_secret',
+  '*.secret',
+  '*.auth_token',
+  '*.api_key',
+  '*.phone_number',
+  '*.from',
+  '*.to',
+  '*.to_number',
+  '*.from_number',
+  '*.caller_number',
+  '*.transcript',
+];
+
+export function createLogger(level: Config['logLevel']): Logger {
+  return pino(
+    { level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { service: 'switchboard' } },
+    pino.destination({ dest: 1, sync: false }),
+  );
+}
+
+export async function startSwitchboard(config: Config, opts: StartOptions = {}): Promise<Switchboard> {
+  const log = opts.log ?? createLogger(config.logLevel);
+  const clock = opts.clock ?? Date.now;
+  const db = openDatabase(join(config.dataDir, 'switchboard.db'));
+  const storage = createStorage(db, createSecretBox(loadSecretsKey(config.dataDir, config.secretsKeyHex)));
+  const metrics = new Metrics();
+  let ready = false;
+  const deps: AppDeps = { config, storage, metrics, clock, isReady: () => ready };
+  const routes = allRoutes(deps);
+  const pipeline = createPipeline({
+    storage,
+    auth: createAuthenticator(storage.accounts),
+    metrics,
+    log,
+    routes,
+    rateLimits: config.rateLimits,
+    clock,
+  });
+  const http = await startHttpServer({
+    host: config.host,
+    port: config.port,
+    maxBodyBytes: config.maxBodyBytes,
+    trustProxy: config.trustProxy,
+    pipeline,
+    log,
+    ...(opts.configure ? { configure: opts.configure } : {}),
+  });
+  const sweep = setInterval(() => storage.idempotency.sweep(clock()), 3_600_000);
+  sweep.unref();
+  ready = true;
+  log.info({ port: http.port, data_dir: resolve(config.dataDir) }, 'switchboard listening');
+
+  let stopping: Promise<void> | null = null;
+  return {
+    port: http.port,
+    url: `http://127.0.0.1:${http.port}`,
+    storage,
+    http,
+    log,
+    stop() {
+      stopping ??= (async () => {
+        ready = false;
+        clearInterval(sweep);
+        await http.close(config.shutdownGraceMs);
+        db.close();
+      })();
+      return stopping;
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const sb = await startSwitchboard(config);
+  const shutdown = (signal: string) => {
+    sb.log.info({ signal }, 'shutting down');
+    sb.stop()
+      .then(() => sb.log.flush())
+      .finally(() => process.exit(0));
+  };
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.once('SIGINT', () => shutdown('SIGINT'));
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  main().catch((err: unknown) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(1);
+  });
+}

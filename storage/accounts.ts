@@ -1,0 +1,102 @@
+// Accounts and their API keys. Every key query is scoped by account, except the one
+// look-up by key id that authentication needs before it knows the account.
+import type { Db } from './db.ts';
+
+export type Plan = 'payg' | 'starter' | 'scale' | 'enterprise';
+export const PLAN_LIMITS: Record<Exclude<Plan, 'enterprise'>, number> = { payg: 10, starter: 25, scale: 100 };
+
+export interface AccountRow {
+  id: string;
+  plan: Plan;
+  concurrency_limit: number;
+  created_at: number;
+}
+
+export interface KeyRow {
+  id: string;
+  account_id: string;
+  name: string | null;
+  email: string | null;
+  secret_hash: Buffer;
+  created_at: number;
+  last_used_at: number | null;
+  revoked_at: number | null;
+}
+
+export type RevokeResult = 'revoked' | 'not_found' | 'last_active_key';
+
+export function createAccountsRepo(db: Db) {
+  const insertAccount = db.prepare(
+    'INSERT INTO accounts (id, plan, concurrency_limit, created_at) VALUES (?, ?, ?, ?)',
+  );
+  const selectAccount = db.prepare<[string], AccountRow>('SELECT * FROM accounts WHERE id = ?');
+  const updatePlan = db.prepare('UPDATE accounts SET plan = ?, concurrency_limit = ? WHERE id = ?');
+  const deleteAccountRow = db.prepare('DELETE FROM accounts WHERE id = ?');
+  const deleteIdempotency = db.prepare('DELETE FROM idempotency_keys WHERE scope = ?');
+  const insertKey = db.prepare(
+    'INSERT INTO api_keys (id, account_id, name, email, secret_hash, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+  );
+  const selectKey = db.prepare<[string], KeyRow>('SELECT * FROM api_keys WHERE id = ?');
+  const selectKeys = db.prepare<[string], KeyRow>(
+    'SELECT * FROM api_keys WHERE account_id = ? ORDER BY created_at DESC, id DESC',
+  );
+  const selectOwnKey = db.prepare<[string, string], KeyRow>(
+    'SELECT * FROM api_keys WHERE id = ? AND account_id = ?',
+  );
+  const countActive = db.prepare<[string], { n: number }>(
+    'SELECT COUNT(*) AS n FROM api_keys WHERE account_id = ? AND revoked_at IS NULL',
+  );
+  const revoke = db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND account_id = ?');
+  const touch = db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?');
+
+  const revokeTx = db.transaction((accountId: string, keyId: string, now: number): RevokeResult => {
+    const key = selectOwnKey.get(keyId, accountId);
+    if (!key) return 'not_found';
+    if (key.revoked_at !== null) return 'revoked';
+    if (countActive.get(accountId)!.n <= 1) return 'last_active_key';
+    revoke.run(now, keyId, accountId);
+    return 'revoked';
+  });
+
+  return {
+    createAccount(id: string, now: number, plan: Plan = 'payg'): AccountRow {
+      const limit = plan === 'enterprise' ? PLAN_LIMITS.scale : PLAN_LIMITS[plan];
+      insertAccount.run(id, plan, limit, now);
+      return { id, plan, concurrency_limit: limit, created_at: now };
+    },
+    getAccount(id: string): AccountRow | undefined {
+      return selectAccount.get(id);
+    },
+    /** The operator's plan change; enterprise takes an explicit limit. */
+    setPlan(id: string, plan: Plan, limit?: number): boolean {
+      const value = plan === 'enterprise' ? limit : PLAN_LIMITS[plan];
+      if (value === undefined || !Number.isInteger(value) || value < 1) {
+        throw new Error('enterprise plans need a whole-number concurrency limit of at least 1');
+      }
+      return updatePlan.run(plan, value, id).changes === 1;
+    },
+    /** Erases the account; foreign keys cascade to every row it owns. */
+    deleteAccount: db.transaction((id: string): void => {
+      deleteIdempotency.run(id);
+      deleteAccountRow.run(id);
+    }),
+    createKey(k: { id: string; accountId: string; name: string | null; email: string | null; secretHash: Buffer; now: number }): void {
+      insertKey.run(k.id, k.accountId, k.name, k.email, k.secretHash, k.now);
+    },
+    /** Authentication's look-up: the only key query not scoped by account. */
+    findKeyForAuth(keyId: string): KeyRow | undefined {
+      return selectKey.get(keyId);
+    },
+    listKeys(accountId: string): KeyRow[] {
+      return selectKeys.all(accountId);
+    },
+    revokeKey(accountId: string, keyId: string, now: number): RevokeResult {
+      return revokeTx(accountId, keyId, now);
+    },
+    touchKey(keyId: string, now: number): void {
+      touch.run(now, keyId);
+    },
+  };
+}
+
+export type AccountsRepo = ReturnType<typeof createAccountsRepo>;

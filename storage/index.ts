@@ -1,0 +1,21 @@
+// The storage facade: one database, one repository per aggregate. Built once at
+// start; every repository prepares its statements then.
+import type { Db } from './db.ts';
+import { transactional } from './db.ts';
+import { createAccountsRepo } from './accounts.ts';
+import { createIdempotencyRepo } from './idempotency.ts';
+import { createUsageRepo } from './usage.ts';
+import type { SecretBox } from './secret-box.ts';
+
+export function createStorage(db: Db, secrets: SecretBox) {
+  return {
+    db,
+    secrets,
+    tx: transactional(db),
+    accounts: createAccountsRepo(db),
+    idempotency: createIdempotencyRepo(db),
+    usage: createUsageRepo(db),
+  };
+}
+
+export type Storage = ReturnType<typeof createStorage>;

@@ -1,0 +1,11 @@
+// Ordered schema migrations. Each has a version; `user_version` records the last one
+// applied. Never edit a released migration: add the next one.
+import { foundation } from './001-foundation.ts';
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export const migrations: Migration[] = [foundation];

@@ -1,0 +1,294 @@
+// Wire-accurate simulator of carrier B's (Telnyx) REST API v2 for tests: Bearer
+// API keys, JSON bodies, answers wrapped in {data} (lists add {meta}), errors
+// {errors:[{code,title,detail,source?,meta}]}. Each API key is one carrier
+// account; another account's resources are 404 like unknown ones. baseUrl is the
+// host root; every route starts with /v2/. Routes are a table so calls and
+// messages can be added beside the number routes.
+
+import { randomInt, randomUUID } from 'node:crypto';
+import { startSimServer, type RecordedRequest, type SimFault, type SimResponse } from './sim-http.ts';
+
+export type TelnyxSimRequest = RecordedRequest<unknown>;
+export type TelnyxRecord = Record<string, unknown> & { id: string };
+
+export function telnyxError(status: number, code: string, title: string, detail: string, pointer?: string): SimResponse {
+  const error = {
+    code,
+    title,
+    detail,
+    ...(pointer === undefined ? {} : { source: { pointer } }),
+    meta: { url: `https://developers.telnyx.com/docs/overview/errors/${code}` },
+  };
+  return { status, body: { errors: [error] } };
+}
+
+const notFound = () => telnyxError(404, '10005', 'Resource not found', 'The requested resource or URL could not be found.');
+
+/** The carrier's int64 ids travel as decimal strings. */
+export function telnyxId(): string {
+  return String(randomInt(1, 10)) + Array.from({ length: 18 }, () => randomInt(0, 10)).join('');
+}
+
+export class TelnyxState {
+  readonly apiKeys = new Set<string>();
+  readonly numbers = new Map<string, TelnyxRecord>();
+  readonly callControlApplications = new Map<string, TelnyxRecord>();
+  readonly messagingProfiles = new Map<string, TelnyxRecord>();
+  // Which API key (account) owns each record; kept off the records so they stay wire-shaped.
+  private readonly owners = new WeakMap<object, string>();
+
+  addApiKey(apiKey: string): void {
+    this.apiKeys.add(apiKey);
+  }
+
+  owns(apiKey: string, record: object | undefined): record is TelnyxRecord {
+    return record !== undefined && this.owners.get(record) === apiKey;
+  }
+
+  addConnection(apiKey: string, id: string = telnyxId()): string {
+    const now = new Date().toISOString();
+    this.own(apiKey, this.callControlApplications, {
+      id,
+      record_type: 'call_control_application',
+      application_name: `app-${id}`,
+      active: true,
+      anchorsite_override: 'Latency',
+      dtmf_type: 'RFC 2833',
+      first_command_timeout: false,
+      first_command_timeout_secs: 30,
+      inbound: { channel_limit: null, shaken_stir_enabled: false, sip_subdomain: null, sip_subdomain_receive_settings: 'from_anyone' },
+      outbound: { channel_limit: null, outbound_voice_profile_id: null },
+      webhook_api_version: '1',
+      webhook_event_url: 'https://example.com/webhooks',
+      webhook_event_failover_url: '',
+      webhook_timeout_secs: null,
+      created_at: now,
+      updated_at: now,
+    });
+    return id;
+  }
+
+  addMessagingProfile(apiKey: string, id: string = randomUUID()): string {
+    const now = new Date().toISOString();
+    this.own(apiKey, this.messagingProfiles, {
+      id,
+      record_type: 'messaging_profile',
+      name: `profile-${id.slice(0, 8)}`,
+      enabled: true,
+      webhook_url: null,
+      webhook_failover_url: null,
+      webhook_api_version: '2',
+      whitelisted_destinations: ['US'],
+      number_pool_settings: null,
+      url_shortener_settings: null,
+      created_at: now,
+      updated_at: now,
+    });
+    return id;
+  }
+
+  /** Adds a number; a connection or messaging profile named but not yet present is created. */
+  addNumber(apiKey: string, e164: string, opts: { connectionId?: string; messagingProfileId?: string } = {}): string {
+    const { connectionId = null, messagingProfileId = null } = opts;
+    if (connectionId !== null && !this.callControlApplications.has(connectionId)) this.addConnection(apiKey, connectionId);
+    if (messagingProfileId !== null && !this.messagingProfiles.has(messagingProfileId)) this.addMessagingProfile(apiKey, messagingProfileId);
+    const id = telnyxId();
+    const now = new Date().toISOString();
+    this.own(apiKey, this.numbers, {
+      id,
+      record_type: 'phone_number',
+      phone_number: e164,
+      status: 'active',
+      phone_number_type: 'local',
+      tags: [],
+      connection_id: connectionId,
+      connection_name: connectionId === null ? null : this.callControlApplications.get(connectionId)?.application_name,
+      messaging_profile_id: messagingProfileId,
+      messaging_profile_name: messagingProfileId === null ? null : this.messagingProfiles.get(messagingProfileId)?.name,
+      external_pin: null,
+      customer_reference: null,
+      billing_group_id: null,
+      emergency_enabled: false,
+      emergency_address_id: null,
+      call_forwarding_enabled: true,
+      cnam_listing_enabled: false,
+      caller_id_name_enabled: false,
+      call_recording_enabled: false,
+      t38_fax_gateway_enabled: false,
+      hd_voice_enabled: false,
+      deletion_lock_enabled: false,
+      purchased_at: now,
+      created_at: now,
+      updated_at: now,
+    });
+    return id;
+  }
+
+  private own(apiKey: string, map: Map<string, TelnyxRecord>, record: TelnyxRecord): void {
+    if (!this.apiKeys.has(apiKey)) throw new Error('telnyx sim: unknown API key');
+    map.set(record.id, record);
+    this.owners.set(record, apiKey);
+  }
+}
+
+export interface TelnyxRouteContext {
+  state: TelnyxState;
+  req: TelnyxSimRequest;
+  apiKey: string;
+  params: string[];
+}
+
+export interface TelnyxRoute {
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE';
+  pattern: RegExp;
+  handle(ctx: TelnyxRouteContext): SimResponse;
+}
+
+// A GET and a PATCH per resource; `patch` validates and applies the body, or answers an error.
+function resource(
+  prefix: string,
+  map: (s: TelnyxState) => Map<string, TelnyxRecord>,
+  patch: (ctx: TelnyxRouteContext, record: TelnyxRecord, body: Record<string, unknown>) => SimResponse | void,
+): TelnyxRoute[] {
+  const pattern = new RegExp(`^/v2/${prefix}/([^/]+)$`);
+  const find = (ctx: TelnyxRouteContext) => {
+    const record = map(ctx.state).get(decodeURIComponent(ctx.params[0] ?? ''));
+    return ctx.state.owns(ctx.apiKey, record) ? record : undefined;
+  };
+  return [
+    { method: 'GET', pattern, handle: (ctx) => { const r = find(ctx); return r ? { status: 200, body: { data: r } } : notFound(); } },
+    {
+      method: 'PATCH',
+      pattern,
+      handle: (ctx) => {
+        const record = find(ctx);
+        if (!record) return notFound();
+        const body = ctx.req.body;
+        if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+          return telnyxError(400, '10015', 'Bad Request', 'The request failed because it was not well-formed.');
+        }
+        const refused = patch(ctx, record, body as Record<string, unknown>);
+        if (refused) return refused;
+        record.updated_at = new Date().toISOString();
+        return { status: 200, body: { data: record } };
+      },
+    },
+  ];
+}
+
+function copy(record: TelnyxRecord, body: Record<string, unknown>, fields: string[]): void {
+  for (const f of fields) if (f in body) record[f] = body[f];
+}
+
+const missing = (field: string) =>
+  telnyxError(422, '10004', 'Missing required parameter', `The '${field}' parameter is required.`, `/${field}`);
+const invalid = (field: string, detail: string) => telnyxError(422, '10015', 'Bad Request', detail, `/${field}`);
+
+export const numberRoutes: TelnyxRoute[] = [
+  {
+    method: 'GET',
+    pattern: /^\/v2\/phone_numbers$/,
+    handle: ({ state, req, apiKey }) => {
+      const q = (k: string) => { const v = req.query[k]; return Array.isArray(v) ? v[0] : v; };
+      const phone = q('filter[phone_number]');
+      const connection = q('filter[connection_id]');
+      const all = [...state.numbers.values()].filter(
+        (n) =>
+          state.owns(apiKey, n) &&
+          // Digits only, at least three, matched anywhere; other characters match nothing.
+          (phone === undefined || (/^\d{3,}$/.test(phone) && String(n.phone_number).replace(/\D/g, '').includes(phone))) &&
+          (connection === undefined || n.connection_id === connection),
+      );
+      const size = Math.min(250, Math.max(1, Number(q('page[size]') ?? 20) || 20));
+      const pageNumber = Math.max(1, Number(q('page[number]') ?? 1) || 1);
+      const data = all.slice((pageNumber - 1) * size, pageNumber * size);
+      const meta = { page_number: pageNumber, page_size: size, total_pages: Math.ceil(all.length / size), total_results: all.length };
+      return { status: 200, body: { data, meta } };
+    },
+  },
+  ...resource('phone_numbers', (s) => s.numbers, ({ state, apiKey }, n, body) => {
+    if ('connection_id' in body) {
+      const id = body.connection_id;
+      const app = typeof id === 'string' ? state.callControlApplications.get(id) : undefined;
+      if (id !== null && id !== '' && !state.owns(apiKey, app)) {
+        return telnyxError(422, '10017', 'Associated resource does not exist', 'The connection_id does not exist.', '/connection_id');
+      }
+      n.connection_id = id === '' ? null : id;
+      n.connection_name = app?.application_name ?? null;
+    }
+    copy(n, body, ['tags', 'external_pin', 'customer_reference', 'billing_group_id', 'hd_voice_enabled']);
+  }),
+  // The carrier's OpenAPI requires application_name and webhook_event_url on this PATCH.
+  ...resource('call_control_applications', (s) => s.callControlApplications, (_ctx, app, body) => {
+    if (typeof body.application_name !== 'string' || body.application_name === '') return missing('application_name');
+    if (typeof body.webhook_event_url !== 'string' || !/^https?:\/\//.test(body.webhook_event_url)) return missing('webhook_event_url');
+    if ('webhook_api_version' in body && !['1', '2'].includes(String(body.webhook_api_version))) {
+      return invalid('webhook_api_version', "webhook_api_version must be '1' or '2'.");
+    }
+    copy(app, body, [
+      'application_name', 'webhook_event_url', 'webhook_event_failover_url', 'webhook_api_version', 'webhook_timeout_secs',
+      'active', 'anchorsite_override', 'dtmf_type', 'first_command_timeout', 'first_command_timeout_secs',
+    ]);
+  }),
+  ...resource('messaging_profiles', (s) => s.messagingProfiles, (_ctx, profile, body) => {
+    if ('webhook_api_version' in body && !['1', '2', '2010-04-01'].includes(String(body.webhook_api_version))) {
+      return invalid('webhook_api_version', "webhook_api_version must be '1', '2' or '2010-04-01'.");
+    }
+    copy(profile, body, ['name', 'enabled', 'webhook_url', 'webhook_failover_url', 'webhook_api_version', 'whitelisted_destinations']);
+  }),
+];
+
+export interface TelnyxSim {
+  baseUrl: string;
+  state: TelnyxState;
+  numbers: Map<string, TelnyxRecord>;
+  callControlApplications: Map<string, TelnyxRecord>;
+  messagingProfiles: Map<string, TelnyxRecord>;
+  requests: TelnyxSimRequest[];
+  addApiKey(apiKey: string): void;
+  addNumber(apiKey: string, e164: string, opts?: { connectionId?: string; messagingProfileId?: string }): string;
+  addConnection(apiKey: string, id?: string): string;
+  addMessagingProfile(apiKey: string, id?: string): string;
+  fail(fault: SimFault): void;
+  close(): Promise<void>;
+}
+
+export async function startTelnyxSim(routes: TelnyxRoute[] = numberRoutes): Promise<TelnyxSim> {
+  const state = new TelnyxState();
+  const server = await startSimServer<unknown>(parseJson, (req) => dispatch(state, routes, req));
+  return {
+    baseUrl: server.baseUrl,
+    state,
+    numbers: state.numbers,
+    callControlApplications: state.callControlApplications,
+    messagingProfiles: state.messagingProfiles,
+    requests: server.requests,
+    addApiKey: (k) => state.addApiKey(k),
+    addNumber: (k, e164, opts) => state.addNumber(k, e164, opts),
+    addConnection: (k, id) => state.addConnection(k, id),
+    addMessagingProfile: (k, id) => state.addMessagingProfile(k, id),
+    fail: (fault) => server.fail(fault),
+    close: () => server.close(),
+  };
+}
+
+function dispatch(state: TelnyxState, routes: TelnyxRoute[], req: TelnyxSimRequest): SimResponse {
+  const key = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
+  if (key === undefined || !state.apiKeys.has(key)) {
+    return telnyxError(401, '10009', 'Authentication failed', 'The required authentication headers were either invalid or not included in the request.');
+  }
+  for (const route of routes) {
+    const match = route.pattern.exec(req.path);
+    if (match && route.method === req.method) return route.handle({ state, req, apiKey: key, params: match.slice(1) });
+  }
+  return notFound();
+}
+
+function parseJson(raw: string): unknown {
+  if (raw === '') return undefined;
+  try {
+    return JSON.parse(raw) as unknown;
+  } catch {
+    return undefined;
+  }
+}

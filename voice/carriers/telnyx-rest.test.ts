@@ -1,0 +1,146 @@
+// The carrier B client against the carrier B simulator over real loopback HTTP.
+
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { closedPort } from '../../test/sim/sim-http.ts';
+import { startTelnyxSim, type TelnyxSim } from '../../test/sim/telnyx-sim.ts';
+import { CarrierAuthError, CarrierRequestError, CarrierUnreachableError } from './errors.ts';
+import { createTelnyxRest } from './telnyx-rest.ts';
+
+const KEY = 'KEY0123456789ABCDEF_test';
+const NUMBER = '+15551234567';
+const CONNECTION = '1293384261075731499';
+const PROFILE = '4001767e-ce0f-4cae-9d5f-0d5e636e7809';
+
+let sim: TelnyxSim;
+let numberId: string;
+
+beforeEach(async () => {
+  sim = await startTelnyxSim();
+  sim.addApiKey(KEY);
+  numberId = sim.addNumber(KEY, NUMBER, { connectionId: CONNECTION, messagingProfileId: PROFILE });
+});
+afterEach(() => sim.close());
+
+const client = (over: Partial<Parameters<typeof createTelnyxRest>[0]> = {}) =>
+  createTelnyxRest({ baseUrl: sim.baseUrl, apiKey: KEY, ...over });
+
+describe('findNumber', () => {
+  it('returns the account number with that exact E.164 value', async () => {
+    sim.addNumber(KEY, '+445551234567');
+    const found = await client().findNumber(NUMBER);
+    expect(found).toMatchObject({
+      id: numberId,
+      phone_number: NUMBER,
+      connection_id: CONNECTION,
+      messaging_profile_id: PROFILE,
+      status: 'active',
+    });
+    const req = sim.requests.at(-1);
+    expect(req?.method).toBe('GET');
+    expect(req?.path).toBe('/v2/phone_numbers');
+    expect(req?.query['filter[phone_number]']).toBe('15551234567');
+    expect(req?.headers.authorization).toBe(`Bearer ${KEY}`);
+  });
+
+  it('returns null for a number the account does not have', async () => {
+    sim.addApiKey('other');
+    sim.addNumber('other', '+15550000000');
+    expect(await client().findNumber('+15559999999')).toBeNull();
+    expect(await client().findNumber('+15550000000')).toBeNull();
+  });
+
+  it('accepts a base URL that already ends in /v2', async () => {
+    const found = await client({ baseUrl: `${sim.baseUrl}/v2/` }).findNumber(NUMBER);
+    expect(found?.id).toBe(numberId);
+  });
+
+  it('answers the list with the carrier envelope', async () => {
+    const res = await fetch(`${sim.baseUrl}/v2/phone_numbers?page[size]=1`, { headers: { authorization: `Bearer ${KEY}` } });
+    expect(await res.json()).toMatchObject({
+      data: [{ id: numberId, record_type: 'phone_number' }],
+      meta: { page_number: 1, page_size: 1, total_pages: 1, total_results: 1 },
+    });
+  });
+
+  it('throws CarrierAuthError on a wrong key', async () => {
+    const err = await client({ apiKey: 'wrong' }).findNumber(NUMBER).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CarrierAuthError);
+    expect(err).toMatchObject({ carrier: 'telnyx', status: 401, code: '10009' });
+    expect((err as CarrierAuthError).carrierError).toMatchObject({ errors: [{ code: '10009', title: 'Authentication failed' }] });
+  });
+});
+
+describe('updates', () => {
+  it('setNumberConnection patches connection_id', async () => {
+    const other = sim.addConnection(KEY);
+    const updated = await client().setNumberConnection(numberId, other);
+    const req = sim.requests.at(-1);
+    expect(req?.method).toBe('PATCH');
+    expect(req?.path).toBe(`/v2/phone_numbers/${numberId}`);
+    expect(req?.headers['content-type']).toBe('application/json');
+    expect(req?.body).toEqual({ connection_id: other });
+    expect(updated.connection_id).toBe(other);
+    expect(sim.numbers.get(numberId)?.connection_id).toBe(other);
+  });
+
+  it('setNumberConnection to an unknown connection is a CarrierRequestError', async () => {
+    const err = await client().setNumberConnection(numberId, '999').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CarrierRequestError);
+    expect(err).toMatchObject({ status: 422, code: '10017' });
+  });
+
+  it('setCallControlWebhook sets the event URL and the v2 envelope', async () => {
+    const url = 'https://sb.example/carrier/telnyx/events/tok123';
+    await client().setCallControlWebhook(CONNECTION, url);
+    const patch = sim.requests.at(-1);
+    expect(patch?.method).toBe('PATCH');
+    expect(patch?.path).toBe(`/v2/call_control_applications/${CONNECTION}`);
+    expect(patch?.body).toMatchObject({ webhook_event_url: url, webhook_api_version: '2' });
+    expect(sim.callControlApplications.get(CONNECTION)).toMatchObject({ webhook_event_url: url, webhook_api_version: '2' });
+  });
+
+  it('setCallControlWebhook on an unknown application is a 404 CarrierRequestError', async () => {
+    const err = await client().setCallControlWebhook('42', 'https://a.example/e').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CarrierRequestError);
+    expect(err).toMatchObject({ carrier: 'telnyx', status: 404, code: '10005' });
+  });
+
+  it('setMessagingWebhook patches the messaging profile', async () => {
+    const url = 'https://sb.example/carrier/telnyx/events/tok123';
+    await client().setMessagingWebhook(PROFILE, url);
+    const req = sim.requests.at(-1);
+    expect(req?.method).toBe('PATCH');
+    expect(req?.path).toBe(`/v2/messaging_profiles/${PROFILE}`);
+    expect(req?.body).toEqual({ webhook_url: url, webhook_api_version: '2' });
+    expect(sim.messagingProfiles.get(PROFILE)?.webhook_url).toBe(url);
+  });
+
+  it("cannot touch another account's resources", async () => {
+    sim.addApiKey('other');
+    const foreign = sim.addNumber('other', '+15550000000');
+    const err = await client().setNumberConnection(foreign, CONNECTION).catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 404, code: '10005' });
+  });
+});
+
+describe('unreachable carrier', () => {
+  it('throws CarrierUnreachableError when nothing listens', async () => {
+    const port = await closedPort();
+    const err = await client({ baseUrl: `http://127.0.0.1:${port}` }).findNumber(NUMBER).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CarrierUnreachableError);
+    expect(err).toMatchObject({ carrier: 'telnyx', status: null, retryable: true });
+  });
+
+  it('throws CarrierUnreachableError on a 5xx', async () => {
+    sim.fail({ status: 502, body: '<html>Bad Gateway</html>' });
+    const err = await client().setMessagingWebhook(PROFILE, 'https://a.example/m').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CarrierUnreachableError);
+    expect(err).toMatchObject({ carrier: 'telnyx', status: 502 });
+  });
+
+  it('throws CarrierUnreachableError when the answer is too slow', async () => {
+    sim.fail({ delayMs: 500 });
+    const err = await client({ timeoutMs: 50 }).findNumber(NUMBER).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CarrierUnreachableError);
+  });
+});

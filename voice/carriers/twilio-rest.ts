@@ -1,0 +1,125 @@
+// Carrier A (Twilio) REST client, API version 2010-04-01 (carriers.md §1): HTTP
+// Basic AccountSid:AuthToken, form-encoded bodies, JSON answers, errors
+// {code, message, more_info, status}. `baseUrl` is the host root, e.g.
+// https://api.twilio.com (TWILIO_API_BASE); paths start with /2010-04-01.
+// Numbers come first; calls and messages are further methods over `request`.
+
+import { DEFAULT_CARRIER_TIMEOUT_MS, carrierFetch, joinUrl } from './carrier-http.ts';
+import { CarrierUnreachableError } from './errors.ts';
+
+export interface TwilioRestOptions {
+  baseUrl: string;
+  accountSid: string;
+  authToken: string;
+  timeoutMs?: number;
+}
+
+/** An IncomingPhoneNumber resource; the fields the service relies on, the rest as sent. */
+export interface TwilioIncomingNumber {
+  sid: string;
+  account_sid: string;
+  phone_number: string;
+  voice_url: string | null;
+  voice_method: string | null;
+  sms_url: string | null;
+  sms_method: string | null;
+  status_callback: string | null;
+  voice_application_sid: string | null;
+  trunk_sid: string | null;
+  [field: string]: unknown;
+}
+
+export interface TwilioNumberUpdate {
+  voiceUrl: string;
+  smsUrl: string;
+  statusCallback?: string;
+}
+
+/** Form parameters; an array repeats the key (e.g. StatusCallbackEvent). */
+export type TwilioForm = Record<string, string | readonly string[] | undefined>;
+
+export interface TwilioRest {
+  readonly accountSid: string;
+  /** The account's number with exactly this E.164 value, or null when the account has none. */
+  findIncomingNumber(e164: string): Promise<TwilioIncomingNumber | null>;
+  /** Points the number's voice and SMS webhooks at the given URLs (both POST). */
+  updateIncomingNumber(numberSid: string, update: TwilioNumberUpdate): Promise<TwilioIncomingNumber>;
+}
+
+export function createTwilioRest(opts: TwilioRestOptions): TwilioRest {
+  const timeoutMs = opts.timeoutMs ?? DEFAULT_CARRIER_TIMEOUT_MS;
+  const authorization = 'Basic ' + Buffer.from(`${opts.accountSid}:${opts.authToken}`).toString('base64');
+  const accountPath = `/2010-04-01/Accounts/${encodeURIComponent(opts.accountSid)}`;
+
+  // `path` is relative to the account (starts with a slash); GET/DELETE params go in the query.
+  async function request(method: 'GET' | 'POST' | 'DELETE', path: string, params: TwilioForm = {}): Promise<unknown> {
+    const encoded = encodeForm(params);
+    const hasBody = method === 'POST';
+    const query = !hasBody && encoded ? `?${encoded}` : '';
+    return carrierFetch({
+      carrier: 'twilio',
+      method,
+      url: joinUrl(opts.baseUrl, accountPath + path + query),
+      headers: {
+        authorization,
+        accept: 'application/json',
+        ...(hasBody ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
+      },
+      ...(hasBody ? { body: encoded } : {}),
+      timeoutMs,
+      describeError,
+    });
+  }
+
+  return {
+    accountSid: opts.accountSid,
+
+    async findIncomingNumber(e164) {
+      const page = await request('GET', '/IncomingPhoneNumbers.json', { PhoneNumber: e164 });
+      const items = (page as { incoming_phone_numbers?: unknown } | null)?.incoming_phone_numbers;
+      if (!Array.isArray(items)) {
+        throw new CarrierUnreachableError('twilio', 'twilio number list has no incoming_phone_numbers array', 200);
+      }
+      // PhoneNumber is a partial-match filter at the carrier; only an exact match counts.
+      const match = items.find((n): n is TwilioIncomingNumber => isIncomingNumber(n) && n.phone_number === e164);
+      return match ?? null;
+    },
+
+    async updateIncomingNumber(numberSid, update) {
+      const body = await request('POST', `/IncomingPhoneNumbers/${encodeURIComponent(numberSid)}.json`, {
+        VoiceUrl: update.voiceUrl,
+        VoiceMethod: 'POST',
+        SmsUrl: update.smsUrl,
+        SmsMethod: 'POST',
+        StatusCallback: update.statusCallback,
+      });
+      if (!isIncomingNumber(body)) throw new CarrierUnreachableError('twilio', 'twilio number update answered without a resource', 200);
+      return body;
+    },
+  };
+}
+
+function encodeForm(params: TwilioForm): string {
+  const form = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) {
+    if (value === undefined) continue;
+    if (typeof value === 'string') form.append(key, value);
+    else for (const v of value) form.append(key, v);
+  }
+  return form.toString();
+}
+
+function describeError(body: unknown): { code: number | string | null; message: string | null } {
+  if (typeof body !== 'object' || body === null) return { code: null, message: null };
+  const { code, message } = body as { code?: unknown; message?: unknown };
+  return {
+    code: typeof code === 'number' || typeof code === 'string' ? code : null,
+    message: typeof message === 'string' ? message : null,
+  };
+}
+
+function isIncomingNumber(value: unknown): value is TwilioIncomingNumber {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as { sid?: unknown; phone_number?: unknown };
+  return typeof v.sid === 'string' && typeof v.phone_number === 'string';
+}
