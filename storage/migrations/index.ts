@@ -1,6 +1,7 @@
 // Ordered schema migrations. Each has a version; `user_version` records the last one
 // applied. Never edit a released migration: add the next one.
 import { foundation } from './001-foundation.ts';
+import { configuration } from './002-configuration.ts';
 
 export interface Migration {
   version: number;
@@ -8,4 +9,4 @@ export interface Migration {
   sql: string;
 }
 
-export const migrations: Migration[] = [foundation];
+export const migrations: Migration[] = [foundation, configuration];

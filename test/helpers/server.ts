@@ -20,7 +20,7 @@ export interface RequestOptions {
   key?: string;
   body?: unknown;
   /** Sent as-is, no JSON encoding, no content type unless given. */
-  rawBody?: string | Buffer;
+  rawBody?: string | Uint8Array;
   headers?: Record<string, string>;
 }
 
@@ -50,13 +50,13 @@ export async function startTestServer(env: Record<string, string> = {}, opts: St
   async function request(method: string, path: string, o: RequestOptions = {}): Promise<TestResponse> {
     const headers: Record<string, string> = { ...o.headers };
     if (o.key) headers['authorization'] = `Bearer ${o.key}`;
-    let body: string | Buffer | undefined;
+    let body: string | Uint8Array | undefined;
     if (o.rawBody !== undefined) body = o.rawBody;
     else if (o.body !== undefined) {
       body = JSON.stringify(o.body);
       headers['content-type'] ??= 'application/json';
     }
-    const res = await fetch(base + path, { method, headers, body });
+    const res = await fetch(base + path, { method, headers, body: body as BodyInit | undefined });
     const text = await res.text();
     let parsed: unknown = undefined;
     try {
