@@ -1,6 +1,6 @@
 // API-key authentication: `Authorization: Bearer KEY_ID:KEY_SECRET`. Secrets are
 // stored as SHA-256 and compared in constant time; a revoked key fails at once
-// because every request reads the key row (one indexed look-up, no cache to go stale).
+// because the accounts repository drops its cached row when it revokes.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { AccountsRepo } from '../storage/accounts.ts';
 import { ApiError } from './errors.ts';

@@ -124,15 +124,24 @@ export class ApiError extends Error {
   readonly code: ErrorCode;
   readonly type: ErrorType;
   readonly status: number;
+  /** Set when the code is answered as a body reference (400) instead of its registry status. */
+  readonly asReference: boolean;
   readonly details: Record<string, unknown> | undefined;
   readonly headers: Record<string, string> | undefined;
 
-  constructor(code: ErrorCode, message?: string, details?: Record<string, unknown>, headers?: Record<string, string>) {
+  constructor(
+    code: ErrorCode,
+    message?: string,
+    details?: Record<string, unknown>,
+    headers?: Record<string, string>,
+    asReference = false,
+  ) {
     const spec: ErrorSpec = ERRORS[code];
     super(message ?? spec.message);
     this.code = code;
-    this.type = spec.type;
-    this.status = spec.status;
+    this.asReference = asReference;
+    this.type = asReference ? 'invalid_request' : spec.type;
+    this.status = asReference ? 400 : spec.status;
     this.details = details;
     this.headers = headers;
   }
@@ -154,6 +163,15 @@ export function apiError(
   details?: Record<string, unknown>,
 ): ApiError {
   return new ApiError(code, message, details);
+}
+
+/**
+ * A resource referenced from the request body that is missing or foreign (contract.md
+ * section 1): its `*_not_found` code, answered 400 `invalid_request` because the
+ * request, not the URL, is wrong. Routes list such codes in `referenceErrors`.
+ */
+export function referenceError(code: ErrorCode, field: string, message?: string): ApiError {
+  return new ApiError(code, message, { field }, undefined, true);
 }
 
 /** A validation failure that names the offending field in `details.field`. */

@@ -32,12 +32,14 @@ function commonErrors(r: RouteDef): ErrorCode[] {
   return codes;
 }
 
-function errorResponses(codes: ErrorCode[]): Json {
+function errorResponses(codes: ErrorCode[], references: ErrorCode[] = []): Json {
   const byStatus = new Map<number, ErrorCode[]>();
-  for (const c of new Set(codes)) {
-    const status = ERRORS[c].status;
-    byStatus.set(status, [...(byStatus.get(status) ?? []), c]);
-  }
+  const add = (status: number, c: ErrorCode) => {
+    const list = byStatus.get(status) ?? [];
+    if (!list.includes(c)) byStatus.set(status, [...list, c]);
+  };
+  for (const c of new Set(codes)) add(ERRORS[c].status, c);
+  for (const c of references) add(400, c);
   const out: Json = {};
   for (const [status, list] of [...byStatus].sort((a, b) => a[0] - b[0])) {
     out[String(status)] = {
@@ -81,7 +83,7 @@ export function buildOpenApi(routes: RouteDef<any, any>[], serverUrl: string): J
         ? { description: doc.description, content: { 'application/json': { schema: jsonSchema(doc.schema, 'output') } } }
         : { description: doc.description };
     }
-    Object.assign(responses, errorResponses([...r.errors, ...commonErrors(r)]));
+    Object.assign(responses, errorResponses([...r.errors, ...commonErrors(r)], r.referenceErrors));
     const op: Json = {
       summary: r.summary,
       tags: [r.tag],

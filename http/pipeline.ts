@@ -119,10 +119,10 @@ export function createPipeline(deps: PipelineDeps) {
     return parseWith(route.body, body, route.fieldCodes);
   }
 
-  function parseQuery(route: RouteDef, req: RawRequest): unknown {
+  function parseQuery(route: RouteDef, params: URLSearchParams): unknown {
     if (!route.query) return undefined;
     const obj: Record<string, string> = {};
-    for (const [k, v] of new URLSearchParams(req.query)) if (!(k in obj)) obj[k] = v;
+    for (const [k, v] of params) if (!(k in obj)) obj[k] = v;
     return parseWith(route.query, obj, route.fieldCodes);
   }
 
@@ -130,23 +130,60 @@ export function createPipeline(deps: PipelineDeps) {
     return typeof result.body === 'string' ? result.body : JSON.stringify(result.body);
   }
 
-  async function handle(req: RawRequest): Promise<RawResponse> {
+  /**
+   * Answers synchronously when the route's handler is synchronous (the adapter then
+   * writes inside the uWS callback, corked with the read); returns a promise only for
+   * async routes.
+   */
+  function handle(req: RawRequest): RawResponse | Promise<RawResponse> {
     const started = performance.now();
     const now = clock();
     const requestId = `req_${idPrefix}${(idCounter++).toString(36)}`;
     const headers: Record<string, string> = { 'X-Request-Id': requestId };
     const isV1 = req.path === '/v1' || req.path.startsWith('/v1/');
     const m = router.match(req.method, req.path);
-    const route = m.kind === 'found' ? m.value : null;
     const pattern = m.kind === 'not_found' ? 'unmatched' : m.pattern;
     let auth: AuthContext | null = null;
-    let status = 500;
-    let body = '';
     let flightKey: string | null = null;
     let idem: { scope: string; key: string; hash: Buffer } | null = null;
 
+    const finish = (status: number, body: string): RawResponse => {
+      if (flightKey) inFlight.delete(flightKey);
+      const seconds = (performance.now() - started) / 1000;
+      metrics.observeRequest(req.method, pattern, status, seconds);
+      log.info(
+        { method: req.method, route: pattern, status, duration_ms: Math.round(seconds * 1e5) / 100, account_id: auth?.accountId, request_id: requestId },
+        'request',
+      );
+      return { status, headers, body };
+    };
+
+    const save = (st: number, b: string, h?: Record<string, string>): void => {
+      if (!idem || st >= 500) return;
+      const sealed = storage.secrets.seal(JSON.stringify(h ? { b, h } : { b }));
+      storage.idempotency.save(idem.scope, req.method, req.path, idem.key, idem.hash, st, sealed, now);
+    };
+
+    const fail = (e: unknown): RawResponse => {
+      headers['Content-Type'] = 'application/json';
+      if (e instanceof ApiError) {
+        const body = JSON.stringify(e.toBody());
+        if (e.headers) Object.assign(headers, e.headers);
+        save(e.status, body, e.headers);
+        return finish(e.status, body);
+      }
+      log.error({ err: e, request_id: requestId, route: pattern }, 'unhandled error in request');
+      return finish(500, JSON.stringify(new ApiError('server_error', undefined, { request_id: requestId }).toBody()));
+    };
+
+    const succeed = (result: HandlerResult, body: string): RawResponse => {
+      if (result.headers) Object.assign(headers, result.headers);
+      headers['Content-Type'] = result.contentType ?? 'application/json';
+      return finish(result.status, body);
+    };
+
     try {
-      if (isV1) auth = gate(route, req, now, headers);
+      if (isV1) auth = gate(m.kind === 'found' ? m.value : null, req, now, headers);
       if (m.kind === 'not_found') throw new ApiError('route_not_found', `No route ${req.method} ${req.path}.`);
       if (m.kind === 'method_not_allowed') {
         throw new ApiError('method_not_allowed', `${req.method} is not supported on ${m.pattern}; use ${m.allowed.join(', ')}.`, undefined, { Allow: m.allowed.join(', ') });
@@ -164,87 +201,57 @@ export function createPipeline(deps: PipelineDeps) {
           if (!stored.body_hash.equals(hash)) throw new ApiError('idempotency_key_reused');
           const saved = JSON.parse(storage.secrets.openText(stored.response)) as StoredResponse;
           Object.assign(headers, saved.h, { 'Idempotent-Replayed': 'true' });
-          status = stored.status;
-          body = saved.b;
-          return finish();
+          headers['Content-Type'] ??= 'application/json';
+          return finish(stored.status, saved.b);
         }
-        flightKey = `${scope}\n${req.method}\n${req.path}\n${idemKey}`;
-        if (inFlight.has(flightKey)) {
-          flightKey = null;
-          throw new ApiError('idempotency_key_in_use');
-        }
-        inFlight.add(flightKey);
+        const fk = `${scope}\n${req.method}\n${req.path}\n${idemKey}`;
+        if (inFlight.has(fk)) throw new ApiError('idempotency_key_in_use');
+        inFlight.add(fk);
+        flightKey = fk;
         idem = { scope, key: idemKey, hash };
       }
 
+      const searchParams = new URLSearchParams(req.query);
       const ctx: HandlerContext<unknown, unknown> = {
         method: req.method,
         path: req.path,
-        searchParams: new URLSearchParams(req.query),
+        searchParams,
         headers: req.headers,
         ip: req.ip,
         requestId,
         log,
         params: m.params,
         body: r.rawBody ? req.body : parseJsonBody(r, req),
-        query: parseQuery(r, req),
+        query: parseQuery(r, searchParams),
         auth,
       };
 
-      let result: HandlerResult;
       if (r.async) {
-        result = await r.handler(ctx);
-        body = serialize(result);
-        if (idem) save(idem, result.status, body, result.headers);
-      } else if (!MUTATIONS.has(req.method)) {
-        result = r.handler(ctx) as HandlerResult;
-        body = serialize(result);
-      } else {
-        // One transaction holds the handler's writes and the stored idempotent reply.
-        result = storage.tx(() => {
-          const out = r.handler(ctx) as HandlerResult;
-          if (out instanceof Promise) throw new Error(`route ${r.method} ${r.path} is async but not marked async`);
-          body = serialize(out);
-          if (idem) save(idem, out.status, body, out.headers);
-          return out;
-        });
+        return Promise.resolve()
+          .then(() => r.handler(ctx))
+          .then((result) => {
+            const body = serialize(result);
+            save(result.status, body, result.headers);
+            return succeed(result, body);
+          })
+          .catch(fail);
       }
-      status = result.status;
-      if (result.headers) Object.assign(headers, result.headers);
-      headers['Content-Type'] = result.contentType ?? 'application/json';
-      return finish();
+      if (!MUTATIONS.has(req.method)) {
+        const result = r.handler(ctx) as HandlerResult;
+        return succeed(result, serialize(result));
+      }
+      // One transaction holds the handler's writes and the stored idempotent reply.
+      let body = '';
+      const result = storage.tx(() => {
+        const out = r.handler(ctx) as HandlerResult;
+        if (out instanceof Promise) throw new Error(`route ${r.method} ${r.path} is async but not marked async`);
+        body = serialize(out);
+        save(out.status, body, out.headers);
+        return out;
+      });
+      return succeed(result, body);
     } catch (e) {
-      const err = e instanceof ApiError ? e : null;
-      if (err) {
-        status = err.status;
-        body = JSON.stringify(err.toBody());
-        if (err.headers) Object.assign(headers, err.headers);
-        if (idem) save(idem, status, body, err.headers);
-      } else {
-        status = 500;
-        log.error({ err: e, request_id: requestId, route: pattern }, 'unhandled error in request');
-        body = JSON.stringify(new ApiError('server_error', undefined, { request_id: requestId }).toBody());
-      }
-      headers['Content-Type'] = 'application/json';
-      return finish();
-    } finally {
-      if (flightKey) inFlight.delete(flightKey);
-    }
-
-    function save(i: { scope: string; key: string; hash: Buffer }, st: number, b: string, h?: Record<string, string>): void {
-      if (st >= 500) return;
-      const sealed = storage.secrets.seal(JSON.stringify(h ? { b, h } : { b }));
-      storage.idempotency.save(i.scope, req.method, req.path, i.key, i.hash, st, sealed, now);
-    }
-
-    function finish(): RawResponse {
-      const seconds = (performance.now() - started) / 1000;
-      metrics.observeRequest(req.method, pattern, status, seconds);
-      log.info(
-        { method: req.method, route: pattern, status, duration_ms: Math.round(seconds * 1e5) / 100, account_id: auth?.accountId, request_id: requestId },
-        'request',
-      );
-      return { status, headers, body };
+      return fail(e);
     }
   }
 

@@ -59,6 +59,8 @@ export interface RouteDef<B = unknown, Q = unknown> {
   fieldCodes?: Record<string, Partial<Record<string, ErrorCode>>>;
   responses: Record<number, ResponseDoc>;
   errors: ErrorCode[];
+  /** `*_not_found` codes this route answers with 400 for an id named in the body. */
+  referenceErrors?: ErrorCode[];
   /**
    * Handlers that touch only SQLite are synchronous and run inside one transaction
    * together with the stored idempotent response; async handlers (carrier calls)

@@ -50,11 +50,22 @@ export function startHttpServer(opts: HttpServerOptions): Promise<HttpServer> {
   }
 
   function dispatch(res: uWS.HttpResponse, aborted: { v: boolean }, raw: RawRequest): void {
+    let out: RawResponse | Promise<RawResponse>;
+    try {
+      out = opts.pipeline.handle(raw);
+    } catch (err) {
+      opts.log.error({ err }, 'pipeline failed');
+      out = { status: 500, headers: {}, body: '' };
+    }
+    if (!(out instanceof Promise)) {
+      if (!aborted.v) res.cork(() => write(res, out as RawResponse, raw.bodyTooLarge));
+      if (inFlight === 0 && drained) drained();
+      return;
+    }
     inFlight++;
-    opts.pipeline
-      .handle(raw)
-      .then((out) => {
-        if (!aborted.v) res.cork(() => write(res, out, raw.bodyTooLarge));
+    out
+      .then((done) => {
+        if (!aborted.v) res.cork(() => write(res, done, raw.bodyTooLarge));
       })
       .catch((err: unknown) => {
         opts.log.error({ err }, 'pipeline failed');

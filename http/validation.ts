@@ -52,7 +52,10 @@ export function issueToError(issues: readonly Issue[], input: unknown, fieldCode
   const issue = issues[0]!;
   const field = fieldName(issue.path);
   const specific = fieldCodes?.[field]?.[issue.code] ?? fieldCodes?.[field]?.['*'];
-  const missing = issue.code === 'invalid_type' && valueAt(input, issue.path) === undefined;
+  // zod 4 reports a missing enum as invalid_value and a missing union as invalid_union.
+  const missing =
+    (issue.code === 'invalid_type' || issue.code === 'invalid_value' || issue.code === 'invalid_union') &&
+    valueAt(input, issue.path) === undefined;
   if (specific) return new ApiError(specific, missing ? `${field} is required.` : describe(issue, field), { field });
   if (missing) return new ApiError('missing_field', `${field} is required.`, { field });
   if (issue.code === 'custom' && issue.message) return new ApiError('invalid_request', issue.message, { field });

@@ -49,12 +49,20 @@ export function createAccountsRepo(db: Db) {
   const revoke = db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND account_id = ?');
   const touch = db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?');
 
+  // Authentication reads a key row on every request, and an autocommit read in WAL
+  // mode costs several lock syscalls. Rows are cached here, beside the only code that
+  // revokes or deletes keys, which drops the entry in the same call: a revoked key
+  // fails on the very next request. Bounded so a flood of ids cannot grow it.
+  const keyCache = new Map<string, KeyRow>();
+  const KEY_CACHE_MAX = 10_000;
+
   const revokeTx = db.transaction((accountId: string, keyId: string, now: number): RevokeResult => {
     const key = selectOwnKey.get(keyId, accountId);
     if (!key) return 'not_found';
     if (key.revoked_at !== null) return 'revoked';
     if (countActive.get(accountId)!.n <= 1) return 'last_active_key';
     revoke.run(now, keyId, accountId);
+    keyCache.delete(keyId);
     return 'revoked';
   });
 
@@ -77,6 +85,7 @@ export function createAccountsRepo(db: Db) {
     },
     /** Erases the account; foreign keys cascade to every row it owns. */
     deleteAccount: db.transaction((id: string): void => {
+      for (const k of selectKeys.all(id)) keyCache.delete(k.id);
       deleteIdempotency.run(id);
       deleteAccountRow.run(id);
     }),
@@ -85,7 +94,14 @@ export function createAccountsRepo(db: Db) {
     },
     /** Authentication's look-up: the only key query not scoped by account. */
     findKeyForAuth(keyId: string): KeyRow | undefined {
-      return selectKey.get(keyId);
+      const cached = keyCache.get(keyId);
+      if (cached) return cached;
+      const row = selectKey.get(keyId);
+      if (row) {
+        if (keyCache.size >= KEY_CACHE_MAX) keyCache.clear();
+        keyCache.set(keyId, row);
+      }
+      return row;
     },
     listKeys(accountId: string): KeyRow[] {
       return selectKeys.all(accountId);

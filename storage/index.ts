@@ -5,6 +5,10 @@ import { transactional } from './db.ts';
 import { createAccountsRepo } from './accounts.ts';
 import { createIdempotencyRepo } from './idempotency.ts';
 import { createUsageRepo } from './usage.ts';
+import { createAgentsRepo } from './agents.ts';
+import { createCallersRepo } from './callers.ts';
+import { createIntegrationsRepo } from './integrations.ts';
+import { createPhoneNumbersRepo } from './phone-numbers.ts';
 import type { SecretBox } from './secret-box.ts';
 
 export function createStorage(db: Db, secrets: SecretBox) {
@@ -15,6 +19,10 @@ export function createStorage(db: Db, secrets: SecretBox) {
     accounts: createAccountsRepo(db),
     idempotency: createIdempotencyRepo(db),
     usage: createUsageRepo(db),
+    numbers: createPhoneNumbersRepo(db, secrets),
+    agents: createAgentsRepo(db),
+    integrations: createIntegrationsRepo(db, secrets),
+    callers: createCallersRepo(db),
   };
 }
 

@@ -4,9 +4,14 @@ import type { AppDeps } from '../deps.ts';
 import { keyRoutes } from './keys.ts';
 import { accountRoutes } from './account.ts';
 import { systemRoutes } from './system.ts';
+import { integrationRoutes } from './integrations.ts';
+import { phoneNumberRoutes } from './phone-numbers.ts';
+import { agentRoutes } from './agents.ts';
+import { voiceRoutes } from './voices.ts';
+import { callerRoutes } from './callers.ts';
 
 export function allRoutes(deps: AppDeps): RouteDef<any, any>[] {
   const routes: RouteDef<any, any>[] = [];
-  routes.push(...keyRoutes(deps), ...accountRoutes(deps), ...systemRoutes(deps, () => routes));
+  routes.push(...keyRoutes(deps), ...accountRoutes(deps), ...phoneNumberRoutes(deps), ...callerRoutes(deps), ...agentRoutes(deps), ...voiceRoutes(), ...integrationRoutes(deps), ...systemRoutes(deps, () => routes));
   return routes;
 }

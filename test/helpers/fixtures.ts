@@ -61,3 +61,28 @@ export async function importTwilioNumber(
   if (res.status !== 201) throw new Error(`number import failed: ${res.status} ${res.text}`);
   return phoneNumber;
 }
+
+/**
+ * Makes a carrier B account (API key and Call Control application) owning a new number
+ * in the simulator and imports it; `messagingProfile` gives the number an SMS profile too.
+ */
+export async function importTelnyxNumber(
+  server: TestServer,
+  sims: CarrierSims,
+  key: string,
+  agentId: string,
+  phoneNumber: string = nextNumber(),
+  opts: { messagingProfile?: boolean } = {},
+): Promise<string> {
+  const apiKey = `KEY${twilioSid('').slice(0, 32).toUpperCase()}`;
+  sims.telnyx.addApiKey(apiKey);
+  const connectionId = sims.telnyx.addConnection(apiKey);
+  const messagingProfileId = opts.messagingProfile ? sims.telnyx.addMessagingProfile(apiKey) : undefined;
+  sims.telnyx.addNumber(apiKey, phoneNumber, messagingProfileId ? { messagingProfileId } : {});
+  const res = await server.request('POST', '/v1/phone-numbers', {
+    key,
+    body: { phone_number: phoneNumber, agent_id: agentId, provider: 'telnyx', telnyx_api_key: apiKey, telnyx_connection_id: connectionId },
+  });
+  if (res.status !== 201) throw new Error(`number import failed: ${res.status} ${res.text}`);
+  return phoneNumber;
+}

@@ -32,7 +32,8 @@ export interface TestResponse {
 }
 
 export async function startTestServer(env: Record<string, string> = {}, opts: StartOptions = {}): Promise<TestServer> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'switchboard-test-'));
+  // Pass DATA_DIR to restart on the files of a stopped server.
+  const dataDir = env['DATA_DIR'] ?? mkdtempSync(join(tmpdir(), 'switchboard-test-'));
   const config = loadConfig({
     PORT: '0',
     HOST: '127.0.0.1',

@@ -26,8 +26,11 @@ export interface ReorderBuffer {
  * @param deliver called synchronously with each frame in order; the buffer keeps no
  *   reference to a frame once delivered.
  * @param window how many consecutive chunks are tracked (≥ 1; 1 means no reordering).
+ * @param firstChunk the chunk a stream starts at (carrier A documents 1; carrier B's
+ *   example fits 1 too). When the first frame to arrive is a later one, the buffer
+ *   waits for the frames before it as for any gap, instead of dropping them as late.
  */
-export function createReorderBuffer(deliver: (frame: AudioFrame) => void, window = 5): ReorderBuffer {
+export function createReorderBuffer(deliver: (frame: AudioFrame) => void, window = 5, firstChunk = 1): ReorderBuffer {
   if (!Number.isInteger(window) || window < 1) throw new RangeError('createReorderBuffer: window must be an integer ≥ 1');
   const slots: (AudioFrame | undefined)[] = new Array<AudioFrame | undefined>(window).fill(undefined);
   let next = -1; // chunk expected next; -1 until the first frame
@@ -52,7 +55,7 @@ export function createReorderBuffer(deliver: (frame: AudioFrame) => void, window
   return {
     push(frame) {
       const chunk = frame.chunk;
-      if (next < 0) next = chunk;
+      if (next < 0) next = Math.min(chunk, Math.max(firstChunk, chunk - window + 1));
       if (chunk < next) {
         dropped++;
         return;

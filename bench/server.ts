@@ -1,0 +1,30 @@
+// The benchmark's server process: the real service on its real pipeline, plus one
+// bare uWS route answered without the pipeline, as the ceiling to compare against.
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../config.ts';
+import { startSwitchboard } from '../server.ts';
+
+const config = loadConfig({
+  ...process.env,
+  PORT: '0',
+  HOST: '127.0.0.1',
+  DATA_DIR: process.env['DATA_DIR'] ?? mkdtempSync(join(tmpdir(), 'switchboard-bench-')),
+  RATE_LIMIT_READS_PER_MIN: '100000000',
+  RATE_LIMIT_WRITES_PER_MIN: '100000000',
+  KEY_CREATION_PER_HOUR_PER_IP: '100000000',
+});
+
+const sb = await startSwitchboard(config, {
+  configure: (app) => {
+    app.get('/bench/hello', (res) => {
+      res.end('hello');
+    });
+  },
+});
+// The parent reads the port from this line.
+process.send?.({ port: sb.port });
+process.on('message', (m) => {
+  if (m === 'stop') void sb.stop().then(() => process.exit(0));
+});

@@ -1,0 +1,171 @@
+// Per-number (and per-agent pre-call) integrations, custom functions and the account's
+// webhook signing secret. Tokens and the secret are sealed here, so no caller can store
+// them in clear; every query is scoped by account_id.
+import { randomBytes } from 'node:crypto';
+import type { Db } from './db.ts';
+import type { SecretBox } from './secret-box.ts';
+
+export type IntegrationKind = 'webhook' | 'webhook2' | 'automation' | 'precall' | 'crm';
+
+/** What an integration hangs off: an imported number, or (pre-call only) an agent. */
+export type IntegrationTarget = { phoneNumber: string } | { agentId: string };
+
+export interface Integration {
+  kind: IntegrationKind;
+  /** The non-secret settings, as the route stored them. */
+  config: Record<string, unknown>;
+  /** The opened token (CRM), or null. Never put it in a response or a log line. */
+  secret: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface CustomFunctionRow {
+  id: string;
+  account_id: string;
+  phone_number: string;
+  name: string;
+  url: string;
+  description: string | null;
+  parameters: Record<string, unknown> | null;
+  created_at: number;
+}
+
+interface IntegrationDbRow {
+  kind: IntegrationKind;
+  config: string;
+  secret: Buffer | null;
+  created_at: number;
+  updated_at: number;
+}
+
+interface FunctionDbRow extends Omit<CustomFunctionRow, 'parameters'> {
+  parameters: string | null;
+}
+
+/** `whsec_` + base64 of 32 random bytes, the Standard Webhooks secret format. */
+export const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`;
+
+export function createIntegrationsRepo(db: Db, secrets: SecretBox) {
+  const ownsNumber = db.prepare<[string, string], { one: number }>(
+    'SELECT 1 AS one FROM phone_numbers WHERE phone_number = ? AND account_id = ?',
+  );
+  const ownsAgent = db.prepare<[string, string], { one: number }>(
+    'SELECT 1 AS one FROM agents WHERE agent_id = ? AND account_id = ?',
+  );
+
+  const cols = 'kind, config, secret, created_at, updated_at';
+  const byNumber = {
+    get: db.prepare<[string, string, IntegrationKind], IntegrationDbRow>(
+      `SELECT ${cols} FROM integrations WHERE account_id = ? AND phone_number = ? AND kind = ?`,
+    ),
+    // The partial unique index is the conflict target; the account check keeps an
+    // upsert from ever touching another account's row.
+    put: db.prepare(
+      `INSERT INTO integrations (account_id, kind, phone_number, config, secret, created_at, updated_at)
+       VALUES (@accountId, @kind, @key, @config, @secret, @now, @now)
+       ON CONFLICT (phone_number, kind) WHERE phone_number IS NOT NULL
+       DO UPDATE SET config = excluded.config, secret = excluded.secret, updated_at = excluded.updated_at
+       WHERE integrations.account_id = excluded.account_id`,
+    ),
+    remove: db.prepare('DELETE FROM integrations WHERE account_id = ? AND phone_number = ? AND kind = ?'),
+  };
+  const byAgent = {
+    get: db.prepare<[string, string, IntegrationKind], IntegrationDbRow>(
+      `SELECT ${cols} FROM integrations WHERE account_id = ? AND agent_id = ? AND kind = ?`,
+    ),
+    put: db.prepare(
+      `INSERT INTO integrations (account_id, kind, agent_id, config, secret, created_at, updated_at)
+       VALUES (@accountId, @kind, @key, @config, @secret, @now, @now)
+       ON CONFLICT (agent_id, kind) WHERE agent_id IS NOT NULL
+       DO UPDATE SET config = excluded.config, secret = excluded.secret, updated_at = excluded.updated_at
+       WHERE integrations.account_id = excluded.account_id`,
+    ),
+    remove: db.prepare('DELETE FROM integrations WHERE account_id = ? AND agent_id = ? AND kind = ?'),
+  };
+  const statementsFor = (t: IntegrationTarget) => ('phoneNumber' in t ? { s: byNumber, key: t.phoneNumber } : { s: byAgent, key: t.agentId });
+
+  const insertFunction = db.prepare(
+    `INSERT INTO custom_functions (id, account_id, phone_number, name, url, description, parameters, created_at)
+     VALUES (@id, @account_id, @phone_number, @name, @url, @description, @parameters, @created_at)`,
+  );
+  const functionByName = db.prepare<[string, string, string], { id: string }>(
+    'SELECT id FROM custom_functions WHERE account_id = ? AND phone_number = ? AND name = ?',
+  );
+  // Creation order: the order in which the functions are offered to the model.
+  const listFunctions = db.prepare<[string, string], FunctionDbRow>(
+    'SELECT * FROM custom_functions WHERE account_id = ? AND phone_number = ? ORDER BY created_at, rowid',
+  );
+  const removeFunction = db.prepare('DELETE FROM custom_functions WHERE account_id = ? AND phone_number = ? AND id = ?');
+
+  const selectSecret = db.prepare<[string], { webhook_secret: Buffer | null }>('SELECT webhook_secret FROM accounts WHERE id = ?');
+  const setSecretIfUnset = db.prepare('UPDATE accounts SET webhook_secret = ? WHERE id = ? AND webhook_secret IS NULL');
+  const setSecret = db.prepare('UPDATE accounts SET webhook_secret = ? WHERE id = ?');
+
+  const fromFunctionRow = (r: FunctionDbRow): CustomFunctionRow => ({
+    ...r,
+    parameters: r.parameters === null ? null : (JSON.parse(r.parameters) as Record<string, unknown>),
+  });
+
+  return {
+    numberOwned(accountId: string, phoneNumber: string): boolean {
+      return ownsNumber.get(phoneNumber, accountId) !== undefined;
+    },
+    agentOwned(accountId: string, agentId: string): boolean {
+      return ownsAgent.get(agentId, accountId) !== undefined;
+    },
+
+    get(accountId: string, kind: IntegrationKind, target: IntegrationTarget): Integration | undefined {
+      const { s, key } = statementsFor(target);
+      const row = s.get.get(accountId, key, kind);
+      if (!row) return undefined;
+      return {
+        kind: row.kind,
+        config: JSON.parse(row.config) as Record<string, unknown>,
+        secret: row.secret ? secrets.openText(row.secret) : null,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+      };
+    },
+    /** Creates or replaces; the caller has checked that the account owns the target. */
+    put(accountId: string, kind: IntegrationKind, target: IntegrationTarget, config: Record<string, unknown>, secret: string | null, now: number): void {
+      const { s, key } = statementsFor(target);
+      s.put.run({ accountId, kind, key, config: JSON.stringify(config), secret: secret === null ? null : secrets.seal(secret), now });
+    },
+    /** True when a row was there to delete. */
+    remove(accountId: string, kind: IntegrationKind, target: IntegrationTarget): boolean {
+      const { s, key } = statementsFor(target);
+      return s.remove.run(accountId, key, kind).changes > 0;
+    },
+
+    /** 'exists' when the number already has a function of that name. */
+    createFunction(f: CustomFunctionRow): 'created' | 'exists' {
+      if (functionByName.get(f.account_id, f.phone_number, f.name)) return 'exists';
+      insertFunction.run({ ...f, parameters: f.parameters === null ? null : JSON.stringify(f.parameters) });
+      return 'created';
+    },
+    listFunctions(accountId: string, phoneNumber: string): CustomFunctionRow[] {
+      return listFunctions.all(accountId, phoneNumber).map(fromFunctionRow);
+    },
+    deleteFunction(accountId: string, phoneNumber: string, functionId: string): boolean {
+      return removeFunction.run(accountId, phoneNumber, functionId).changes > 0;
+    },
+
+    /** The account's signing secret, made on first use. Undefined only for an unknown account. */
+    webhookSecret: db.transaction((accountId: string): string | undefined => {
+      const row = selectSecret.get(accountId);
+      if (!row) return undefined;
+      if (row.webhook_secret) return secrets.openText(row.webhook_secret);
+      setSecretIfUnset.run(secrets.seal(newWebhookSecret()), accountId);
+      return secrets.openText(selectSecret.get(accountId)!.webhook_secret!);
+    }),
+    /** Replaces the secret; deliveries signed from now on use the new one only. */
+    rotateWebhookSecret(accountId: string): string {
+      const secret = newWebhookSecret();
+      setSecret.run(secrets.seal(secret), accountId);
+      return secret;
+    },
+  };
+}
+
+export type IntegrationsRepo = ReturnType<typeof createIntegrationsRepo>;
