@@ -1,7 +1,7 @@
 // API-key authentication: `Authorization: Bearer KEY_ID:KEY_SECRET`. Secrets are
 // stored as SHA-256 and compared in constant time; a revoked key fails at once
 // because the accounts repository drops its cached row when it revokes.
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import type { AccountsRepo } from '../storage/accounts.ts';
 import { ApiError } from './errors.ts';
 
@@ -10,7 +10,7 @@ export interface AuthContext {
   keyId: string;
 }
 
-export const hashSecret = (secret: string): Buffer => createHash('sha256').update(secret).digest();
+export const hashSecret = (secret: string): Buffer => hash('sha256', secret, 'buffer') as unknown as Buffer;
 
 const KEY_ID = /^key_[0-9A-Za-z]{24}$/;
 const SECRET = /^sk_[0-9A-Za-z]{61}$/;

@@ -11,6 +11,7 @@ import type { HandlerContext, HandlerResult, RouteDef } from './route.ts';
 import type { Authenticator, AuthContext } from './auth.ts';
 import { parseWith } from './validation.ts';
 import type { Metrics } from './metrics.ts';
+import { createRequestLog } from './request-log.ts';
 
 export interface RawRequest {
   method: string;
@@ -54,6 +55,7 @@ export function createPipeline(deps: PipelineDeps) {
   const perMinute = new FixedWindowLimiter(60_000);
   const perHour = new FixedWindowLimiter(3_600_000);
   const inFlight = new Set<string>();
+  const requestLog = createRequestLog(log);
   const idPrefix = Math.random().toString(36).slice(2, 8);
   let idCounter = 0;
 
@@ -151,10 +153,7 @@ export function createPipeline(deps: PipelineDeps) {
       if (flightKey) inFlight.delete(flightKey);
       const seconds = (performance.now() - started) / 1000;
       metrics.observeRequest(req.method, pattern, status, seconds);
-      log.info(
-        { method: req.method, route: pattern, status, duration_ms: Math.round(seconds * 1e5) / 100, account_id: auth?.accountId, request_id: requestId },
-        'request',
-      );
+      requestLog({ method: req.method, route: pattern, status, durationMs: Math.round(seconds * 1e5) / 100, accountId: auth?.accountId, requestId });
       return { status, headers, body };
     };
 

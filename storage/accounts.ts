@@ -55,6 +55,11 @@ export function createAccountsRepo(db: Db) {
   // fails on the very next request. Bounded so a flood of ids cannot grow it.
   const keyCache = new Map<string, KeyRow>();
   const KEY_CACHE_MAX = 10_000;
+  // Account rows are read on every request that needs the plan or limit. Changes made
+  // by this process drop the entry at once; the operator's admin command runs in
+  // another process, so its plan changes are seen within ACCOUNT_TTL_MS.
+  const accountCache = new Map<string, { row: AccountRow; until: number }>();
+  const ACCOUNT_TTL_MS = 1000;
 
   const revokeTx = db.transaction((accountId: string, keyId: string, now: number): RevokeResult => {
     const key = selectOwnKey.get(keyId, accountId);
@@ -73,7 +78,15 @@ export function createAccountsRepo(db: Db) {
       return { id, plan, concurrency_limit: limit, created_at: now };
     },
     getAccount(id: string): AccountRow | undefined {
-      return selectAccount.get(id);
+      const now = performance.now();
+      const cached = accountCache.get(id);
+      if (cached && cached.until > now) return cached.row;
+      const row = selectAccount.get(id);
+      if (row) {
+        if (accountCache.size >= KEY_CACHE_MAX) accountCache.clear();
+        accountCache.set(id, { row, until: now + ACCOUNT_TTL_MS });
+      } else accountCache.delete(id);
+      return row;
     },
     /** The operator's plan change; enterprise takes an explicit limit. */
     setPlan(id: string, plan: Plan, limit?: number): boolean {
@@ -81,11 +94,13 @@ export function createAccountsRepo(db: Db) {
       if (value === undefined || !Number.isInteger(value) || value < 1) {
         throw new Error('enterprise plans need a whole-number concurrency limit of at least 1');
       }
+      accountCache.delete(id);
       return updatePlan.run(plan, value, id).changes === 1;
     },
     /** Erases the account; foreign keys cascade to every row it owns. */
     deleteAccount: db.transaction((id: string): void => {
       for (const k of selectKeys.all(id)) keyCache.delete(k.id);
+      accountCache.delete(id);
       deleteIdempotency.run(id);
       deleteAccountRow.run(id);
     }),

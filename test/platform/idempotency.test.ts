@@ -118,3 +118,37 @@ describe('after a restart', () => {
     }
   });
 });
+
+describe('a request still running', () => {
+  it('answers 409 idempotency_key_in_use to a repeat, then replays once it finished', async () => {
+    const { startCarrierSims, createAgent, nextNumber } = await import('../helpers/fixtures.ts');
+    const { twilioSid } = await import('../sim/twilio-sim.ts');
+    const sims = await startCarrierSims();
+    const slow = await startTestServer(sims.env);
+    try {
+      const a = await slow.newAccount();
+      const agentId = await createAgent(slow, a.key);
+      const accountSid = twilioSid('AC');
+      const token = 'a'.repeat(32);
+      const phone = nextNumber();
+      sims.twilio.addAccount(accountSid, token);
+      sims.twilio.addNumber(accountSid, phone);
+      // The carrier takes a while to answer the ownership check.
+      sims.twilio.fail({ delayMs: 700 });
+      const body = { phone_number: phone, agent_id: agentId, provider: 'twilio', twilio_account_sid: accountSid, twilio_auth_token: token };
+      const first = slow.request('POST', '/v1/phone-numbers', { key: a.key, body, headers: idem('import-1') });
+      await new Promise((r) => setTimeout(r, 150));
+      const during = await slow.request('POST', '/v1/phone-numbers', { key: a.key, body, headers: idem('import-1') });
+      expectError(during, 409, 'conflict', 'idempotency_key_in_use');
+      const done = await first;
+      expect(done.status).toBe(201);
+      const after = await slow.request('POST', '/v1/phone-numbers', { key: a.key, body, headers: idem('import-1') });
+      expect(after.status).toBe(201);
+      expect(after.headers.get('idempotent-replayed')).toBe('true');
+      expect(after.body).toEqual(done.body);
+    } finally {
+      await slow.close();
+      await sims.close();
+    }
+  });
+});
