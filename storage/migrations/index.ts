@@ -2,6 +2,7 @@
 // applied. Never edit a released migration: add the next one.
 import { foundation } from './001-foundation.ts';
 import { configuration } from './002-configuration.ts';
+import { calls } from './003-calls.ts';
 
 export interface Migration {
   version: number;
@@ -9,4 +10,4 @@ export interface Migration {
   sql: string;
 }
 
-export const migrations: Migration[] = [foundation, configuration];
+export const migrations: Migration[] = [foundation, configuration, calls];

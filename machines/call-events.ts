@@ -1,0 +1,101 @@
+// The events a call actor accepts, as one zod union: carrier webhooks, the media
+// stream, the supervisor and the API all parse into these before `actor.send`. Every
+// event that depends on time carries `at` (epoch ms): the machine never reads a clock.
+import { z } from 'zod';
+
+export const FINAL_CALL_STATUSES = ['completed', 'busy', 'no-answer', 'failed', 'canceled'] as const;
+export type FinalCallStatus = (typeof FINAL_CALL_STATUSES)[number];
+
+export const CALL_STATUSES = ['queued', 'initiated', 'ringing', 'in-progress', ...FINAL_CALL_STATUSES] as const;
+export type CallStatus = (typeof CALL_STATUSES)[number];
+
+/** api.md's ended reasons, plus `media_lost`: the rare infrastructure ending of a call whose media died with the process. */
+export const ENDED_REASONS = [
+  'completed',
+  'transferred',
+  'voicemail_detected',
+  'silence_timeout',
+  'ivr_timeout',
+  'max_duration_reached',
+  'caller_hangup',
+  'callee_hangup',
+  'busy',
+  'failed',
+  'no-answer',
+  'canceled',
+  'concurrency_limit',
+  'agent_hangup',
+  'media_lost',
+] as const;
+export type EndedReason = (typeof ENDED_REASONS)[number];
+
+/** Why the service itself ends a call. */
+export const HANGUP_REASONS = ['agent_hangup', 'silence_timeout', 'max_duration_reached', 'voicemail_detected', 'canceled', 'transferred'] as const;
+export type HangupReason = (typeof HANGUP_REASONS)[number];
+
+const at = z.number().int().nonnegative();
+
+export const callEventSchema = z.discriminatedUnion('type', [
+  /** The account has a free concurrency slot for this queued outbound call. */
+  z.object({ type: z.literal('SLOT.GRANTED'), at }),
+  /** The carrier accepted the dial request. */
+  z.object({ type: z.literal('DIAL.ACCEPTED'), at, carrierCallId: z.string().min(1) }),
+  /** The carrier refused the dial request or could not be reached. */
+  z.object({ type: z.literal('DIAL.REJECTED'), at, carrierError: z.record(z.string(), z.unknown()) }),
+  /** Carrier progress. `carrierCallId` is present when the webhook carries it. */
+  z.object({ type: z.literal('CARRIER.RINGING'), at, carrierCallId: z.string().optional() }),
+  z.object({ type: z.literal('CARRIER.ANSWERED'), at, carrierCallId: z.string().optional() }),
+  /** Answering-machine detection result (carrier A AnsweredBy, carrier B machine.detection.ended). */
+  z.object({ type: z.literal('CARRIER.AMD'), at, result: z.enum(['human', 'machine', 'fax', 'unknown']) }),
+  /** The carrier says the call is over, with its final status. */
+  z.object({
+    type: z.literal('CARRIER.ENDED'),
+    at,
+    status: z.enum(FINAL_CALL_STATUSES),
+    /** Who hung up, when the carrier says (carrier B hangup_source; carrier A does not tell). */
+    hangupSource: z.enum(['caller', 'callee', 'unknown']).optional(),
+    /** The carrier's connected duration in seconds, when given. */
+    durationSec: z.number().nonnegative().optional(),
+  }),
+  /** The bidirectional media stream opened / closed. */
+  z.object({ type: z.literal('MEDIA.STARTED'), at }),
+  z.object({ type: z.literal('MEDIA.STOPPED'), at }),
+  z.object({ type: z.literal('DTMF'), at, digit: z.string().regex(/^[0-9A-D*#]$/) }),
+  /** The service decides to end the call (API cancel, engine, timers). The machine asks the carrier to hang up. */
+  z.object({ type: z.literal('HANGUP.REQUESTED'), at, reason: z.enum(HANGUP_REASONS) }),
+  /** The hang-up effect finished (the carrier confirmed, or the call was already gone). */
+  z.object({ type: z.literal('HANGUP.DONE'), at }),
+  /**
+   * After a restart: what the carrier says of a call whose media died with the process.
+   * `active` means the carrier still has it up (the machine hangs up and ends it as media_lost).
+   */
+  z.object({ type: z.literal('RECONCILED'), at, carrierStatus: z.enum([...FINAL_CALL_STATUSES, 'active', 'unknown']) }),
+  /** Post-call work (recording, analysis, webhooks) finished; later issues fill it in. */
+  z.object({ type: z.literal('POSTCALL.DONE'), at }),
+]);
+
+export type CallEvent = z.infer<typeof callEventSchema>;
+export type CallEventType = CallEvent['type'];
+
+/** What a call actor starts from. Plain JSON: it is persisted in every snapshot. */
+export const callInputSchema = z.object({
+  /** Internal id, `call_…`: the actor id and the id in carrier webhook URLs. Never changes. */
+  id: z.string(),
+  accountId: z.string(),
+  agentId: z.string().nullable(),
+  direction: z.enum(['inbound', 'outbound']),
+  provider: z.enum(['twilio', 'telnyx']),
+  /** The account's own number on the call (from outbound, to inbound). */
+  phoneNumber: z.string(),
+  from: z.string(),
+  to: z.string(),
+  /** Known from the start for inbound calls; outbound calls learn it from DIAL.ACCEPTED. */
+  carrierCallId: z.string().nullable(),
+  amdEnabled: z.boolean(),
+  maxDurationSec: z.number().int().positive(),
+  campaignId: z.string().nullable(),
+  /** Outbound only: start in `queued` (no free slot) instead of dialing at once. */
+  queued: z.boolean(),
+  createdAt: at,
+});
+export type CallInput = z.infer<typeof callInputSchema>;
