@@ -1,6 +1,7 @@
 // Runtime configuration: every environment variable the service reads, validated
 // once at start so a typo fails loudly instead of running on a silent default.
 import { z } from 'zod';
+import { MEDIA_ENGINES, type MediaEngineName } from './voice/engine/engine.ts';
 
 const bool = z
   .enum(['true', 'false', '1', '0'])
@@ -38,6 +39,7 @@ const envSchema = z.object({
   // trusting it without a proxy would let any client pick its own rate-limit bucket.
   TRUST_PROXY: bool.default(false),
   SHUTDOWN_GRACE_MS: int(0, 600_000).default(10_000),
+  MEDIA_ENGINE: z.enum(MEDIA_ENGINES).default('listen'),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -59,6 +61,8 @@ export interface Config {
   maxBodyBytes: number;
   trustProxy: boolean;
   shutdownGraceMs: number;
+  /** What talks on a call's media stream: `listen` (silent) or `echo` (line test). */
+  mediaEngine: MediaEngineName;
 }
 
 export class ConfigError extends Error {}
@@ -98,6 +102,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxBodyBytes: e.MAX_BODY_BYTES,
     trustProxy: e.TRUST_PROXY,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    mediaEngine: e.MEDIA_ENGINE,
   };
 }
 

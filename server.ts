@@ -12,7 +12,12 @@ import { Metrics } from './http/metrics.ts';
 import { createPipeline } from './http/pipeline.ts';
 import { allRoutes } from './http/routes/index.ts';
 import { startHttpServer, type HttpServer } from './http/uws-adapter.ts';
+import { registerMediaSockets, type MediaSockets } from './http/media-ws.ts';
+import type { MediaBindings } from './voice/media/bindings.ts';
+import { selectEngine } from './voice/engine/engine.ts';
 import type { AppDeps } from './http/deps.ts';
+import { createCallSystem } from './actors/system.ts';
+import { restoreCalls } from './actors/restore.ts';
 import type { TemplatedApp } from 'uWebSockets.js';
 
 export interface Switchboard {
@@ -28,6 +33,12 @@ export interface StartOptions {
   log?: Logger;
   clock?: () => number;
   configure?: (app: TemplatedApp) => void;
+  /**
+   * Who media websockets claim their call from; overrides the call supervisor. Tests
+   * and the media benchmark hand out their own tokens with it (the media path alone,
+   * without call setup).
+   */
+  mediaBindings?: MediaBindings;
 }
 
 /**
@@ -65,8 +76,13 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
   const storage = createStorage(db, createSecretBox(loadSecretsKey(config.dataDir, config.secretsKeyHex)));
   const metrics = new Metrics();
   let ready = false;
-  const deps: AppDeps = { config, storage, metrics, clock, isReady: () => ready };
+  const calls = createCallSystem({ storage, config, clock, log, metrics });
+  // Actors come back before the first request can reach them; the carrier is asked about
+  // calls that were up while the server starts listening, and readiness waits for it.
+  const restoring = restoreCalls(calls, storage, clock, log);
+  const deps: AppDeps = { config, storage, metrics, clock, calls, isReady: () => ready };
   const routes = allRoutes(deps);
+  let media: MediaSockets | null = null;
   const pipeline = createPipeline({
     storage,
     auth: createAuthenticator(storage.accounts),
@@ -83,6 +99,15 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
     trustProxy: config.trustProxy,
     pipeline,
     log,
+    websockets: (app) => {
+      media = registerMediaSockets(app, {
+        bindings: opts.mediaBindings ?? calls.bindings,
+        engine: selectEngine(config.mediaEngine),
+        clock,
+        metrics,
+        log,
+      });
+    },
     ...(opts.configure ? { configure: opts.configure } : {}),
   });
   const sweep = setInterval(() => storage.idempotency.sweep(clock()), 3_600_000);
@@ -90,6 +115,8 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
   // Log lines are written in 4 KiB batches; a quiet service still shows them within a second.
   const flush = setInterval(() => log.flush(), 1000);
   flush.unref();
+  await restoring;
+  calls.scheduler.start();
   ready = true;
   log.info({ port: http.port, data_dir: resolve(config.dataDir) }, 'switchboard listening');
   log.flush();
@@ -106,7 +133,10 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
         ready = false;
         clearInterval(sweep);
         clearInterval(flush);
+        // Streams end while the database is open: their calls' actors record MEDIA.STOPPED.
+        media?.closeAll();
         await http.close(config.shutdownGraceMs);
+        calls.stop();
         db.close();
       })();
       return stopping;

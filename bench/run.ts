@@ -1,9 +1,21 @@
 // `npm run bench`: the long benchmarks, kept out of CI. BENCH_SECONDS and BENCH_ROUNDS
-// trade time for steadier medians.
+// trade time for steadier medians; BENCH_ONLY=http|media runs one of them;
+// BENCH_MEDIA_SECONDS sets the length of each media step.
 import { runHttpBench } from './http.ts';
+import { runMediaBench } from './media.ts';
+
+const only = process.env['BENCH_ONLY'];
+if (only !== undefined && only !== 'http' && only !== 'media') throw new Error('BENCH_ONLY must be http or media');
 
 const seconds = Number(process.env['BENCH_SECONDS'] ?? 5);
 const rounds = Number(process.env['BENCH_ROUNDS'] ?? 3);
 const connections = Number(process.env['BENCH_CONNECTIONS'] ?? 50);
 
-await runHttpBench({ seconds, rounds, connections });
+if (only !== 'media') await runHttpBench({ seconds, rounds, connections });
+if (only !== 'http') {
+  await runMediaBench({
+    seconds: Number(process.env['BENCH_MEDIA_SECONDS'] ?? 5),
+    steps: [50, 100, 200, 300, 400, 500, 600, 800, 1000],
+    p99LimitMs: 5,
+  });
+}

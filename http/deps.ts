@@ -3,12 +3,15 @@
 import type { Config } from '../config.ts';
 import type { Storage } from '../storage/index.ts';
 import type { Metrics } from './metrics.ts';
+import type { CallSystem } from '../actors/system.ts';
 
 export interface AppDeps {
   config: Config;
   storage: Storage;
   metrics: Metrics;
   clock: () => number;
+  /** The call supervisor: live call actors, concurrency slots, deadlines. */
+  calls: CallSystem;
   /** True once storage is open and every unfinished actor is restored. */
   isReady: () => boolean;
 }

@@ -14,7 +14,9 @@ export interface HttpServerOptions {
   trustProxy: boolean;
   pipeline: Pipeline;
   log: Logger;
-  /** Registers extra uWS routes (websockets, benchmarks) before the catch-all. */
+  /** Registers the service's websockets (the carriers' media streams) before the catch-all. */
+  websockets?: (app: uWS.TemplatedApp) => void;
+  /** Registers extra uWS routes (benchmarks, tests) before the catch-all. */
   configure?: (app: uWS.TemplatedApp) => void;
 }
 
@@ -77,6 +79,7 @@ export function startHttpServer(opts: HttpServerOptions): Promise<HttpServer> {
       });
   }
 
+  opts.websockets?.(app);
   opts.configure?.(app);
 
   app.any('/*', (res, req) => {

@@ -9,6 +9,9 @@ import { createAgentsRepo } from './agents.ts';
 import { createCallersRepo } from './callers.ts';
 import { createIntegrationsRepo } from './integrations.ts';
 import { createPhoneNumbersRepo } from './phone-numbers.ts';
+import { createCallsRepo } from './calls.ts';
+import { createSnapshotsRepo } from './snapshots.ts';
+import { createDeadlinesRepo } from './deadlines.ts';
 import type { SecretBox } from './secret-box.ts';
 
 export function createStorage(db: Db, secrets: SecretBox) {
@@ -23,6 +26,9 @@ export function createStorage(db: Db, secrets: SecretBox) {
     agents: createAgentsRepo(db),
     integrations: createIntegrationsRepo(db, secrets),
     callers: createCallersRepo(db),
+    calls: createCallsRepo(db),
+    snapshots: createSnapshotsRepo(db),
+    deadlines: createDeadlinesRepo(db),
   };
 }
 

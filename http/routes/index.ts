@@ -9,9 +9,12 @@ import { phoneNumberRoutes } from './phone-numbers.ts';
 import { agentRoutes } from './agents.ts';
 import { voiceRoutes } from './voices.ts';
 import { callerRoutes } from './callers.ts';
+import { callRoutes } from './calls.ts';
+import { carrierTwilioRoutes } from './carrier-twilio.ts';
+import { carrierTelnyxRoutes } from './carrier-telnyx.ts';
 
 export function allRoutes(deps: AppDeps): RouteDef<any, any>[] {
   const routes: RouteDef<any, any>[] = [];
-  routes.push(...keyRoutes(deps), ...accountRoutes(deps), ...phoneNumberRoutes(deps), ...callerRoutes(deps), ...agentRoutes(deps), ...voiceRoutes(), ...integrationRoutes(deps), ...systemRoutes(deps, () => routes));
+  routes.push(...keyRoutes(deps), ...accountRoutes(deps), ...phoneNumberRoutes(deps), ...callerRoutes(deps), ...agentRoutes(deps), ...voiceRoutes(), ...integrationRoutes(deps), ...callRoutes(deps), ...carrierTwilioRoutes(deps), ...carrierTelnyxRoutes(deps), ...systemRoutes(deps, () => routes));
   return routes;
 }

@@ -1,12 +1,17 @@
 // Wire-accurate simulator of carrier B's (Telnyx) REST API v2 for tests: Bearer
 // API keys, JSON bodies, answers wrapped in {data} (lists add {meta}), errors
 // {errors:[{code,title,detail,source?,meta}]}. Each API key is one carrier
-// account; another account's resources are 404 like unknown ones. baseUrl is the
-// host root; every route starts with /v2/. Routes are a table so calls and
-// messages can be added beside the number routes.
+// account, with its own Ed25519 key that signs its webhooks (`publicKeyOf`); another
+// account's resources are 404 like unknown ones. baseUrl is the host root; every route
+// starts with /v2/. Routes are a table: numbers here, Call Control in telnyx-calls.ts
+// (dial scenarios, inbound calls, signed webhooks, the media stream client).
 
 import { randomInt, randomUUID } from 'node:crypto';
+import { generateTelnyxKeyPair, type TelnyxKeyPair } from '../../voice/carriers/telnyx-signature.ts';
 import { startSimServer, type RecordedRequest, type SimFault, type SimResponse } from './sim-http.ts';
+import { TelnyxCalls, type InboundCallRequest, type SimCall, type SimWebhook, type TelnyxCallHandle, type TelnyxCallsOptions, type TelnyxScenario } from './telnyx-calls.ts';
+
+export type { InboundCallRequest, SimCall, SimWebhook, TelnyxCallHandle, TelnyxScenario } from './telnyx-calls.ts';
 
 export type TelnyxSimRequest = RecordedRequest<unknown>;
 export type TelnyxRecord = Record<string, unknown> & { id: string };
@@ -34,11 +39,14 @@ export class TelnyxState {
   readonly numbers = new Map<string, TelnyxRecord>();
   readonly callControlApplications = new Map<string, TelnyxRecord>();
   readonly messagingProfiles = new Map<string, TelnyxRecord>();
+  /** The signing key of each account (API key), made with it. */
+  readonly keyPairs = new Map<string, TelnyxKeyPair>();
   // Which API key (account) owns each record; kept off the records so they stay wire-shaped.
   private readonly owners = new WeakMap<object, string>();
 
   addApiKey(apiKey: string): void {
     this.apiKeys.add(apiKey);
+    if (!this.keyPairs.has(apiKey)) this.keyPairs.set(apiKey, generateTelnyxKeyPair());
   }
 
   owns(apiKey: string, record: object | undefined): record is TelnyxRecord {
@@ -249,13 +257,29 @@ export interface TelnyxSim {
   addNumber(apiKey: string, e164: string, opts?: { connectionId?: string; messagingProfileId?: string }): string;
   addConnection(apiKey: string, id?: string): string;
   addMessagingProfile(apiKey: string, id?: string): string;
+  /** The account's webhook public key: base64 of 32 raw bytes, as the carrier portal shows it. */
+  publicKeyOf(apiKey: string): string;
+  /** Call Control: every call, every webhook delivery, scenarios, redirects (telnyx-calls.ts). */
+  calls: TelnyxCalls;
+  /** Outbound calls to `to` play `scenario` (default `answer`). */
+  setScenario(to: string, scenario: TelnyxScenario): void;
+  /** A handle on a call by call_control_id: wait for its webhooks and its media stream. */
+  call(callControlId: string): TelnyxCallHandle;
+  /** The far end hangs up; resolves once call.hangup has been delivered. */
+  hangup(callControlId: string): Promise<void>;
+  /** Rings one of the account's numbers; resolves once call.initiated has been delivered. */
+  placeInboundCall(req: InboundCallRequest): Promise<TelnyxCallHandle>;
+  /** Delivers webhooks and media for URLs on `publicBase`'s host to `actualBase`. */
+  redirect(publicBase: string, actualBase: string): void;
   fail(fault: SimFault): void;
   close(): Promise<void>;
 }
 
-export async function startTelnyxSim(routes: TelnyxRoute[] = numberRoutes): Promise<TelnyxSim> {
+export async function startTelnyxSim(routes: TelnyxRoute[] = numberRoutes, opts: TelnyxCallsOptions = {}): Promise<TelnyxSim> {
   const state = new TelnyxState();
-  const server = await startSimServer<unknown>(parseJson, (req) => dispatch(state, routes, req));
+  const calls = new TelnyxCalls(state, opts);
+  const all = [...routes, ...calls.routes()];
+  const server = await startSimServer<unknown>(parseJson, (req) => dispatch(state, all, req));
   return {
     baseUrl: server.baseUrl,
     state,
@@ -267,8 +291,22 @@ export async function startTelnyxSim(routes: TelnyxRoute[] = numberRoutes): Prom
     addNumber: (k, e164, opts) => state.addNumber(k, e164, opts),
     addConnection: (k, id) => state.addConnection(k, id),
     addMessagingProfile: (k, id) => state.addMessagingProfile(k, id),
+    publicKeyOf(apiKey) {
+      const pair = state.keyPairs.get(apiKey);
+      if (!pair) throw new Error('telnyx sim: unknown API key');
+      return pair.publicKey;
+    },
+    calls,
+    setScenario: (to, scenario) => calls.setScenario(to, scenario),
+    call: (id) => calls.handle(id),
+    hangup: (id) => calls.handle(id).hangup(),
+    placeInboundCall: (req) => calls.placeInboundCall(req),
+    redirect: (publicBase, actualBase) => calls.redirect(publicBase, actualBase),
     fail: (fault) => server.fail(fault),
-    close: () => server.close(),
+    async close() {
+      await calls.close();
+      await server.close();
+    },
   };
 }
 

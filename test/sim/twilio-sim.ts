@@ -2,10 +2,21 @@
 // Basic auth as the carrier checks it, form-encoded requests, JSON answers with
 // the carrier's paging envelope, RFC 2822 dates and error bodies
 // {code, message, more_info, status}. State lives in TwilioState; routes are a
-// table so calls and messages can be added beside the number routes.
+// table: the number routes here, the call routes and the carrier's call behaviour
+// (callbacks, TwiML, media streams) in twilio-calls.ts.
 
 import { randomBytes } from 'node:crypto';
 import { paramsToRecord, startSimServer, type RecordedRequest, type SimFault, type SimResponse } from './sim-http.ts';
+import {
+  TwilioCalls,
+  type TwilioCallsOptions,
+  type TwilioInboundCall,
+  type TwilioScenario,
+  type TwilioScenarioName,
+  type TwilioSimCall,
+  type TwilioSimCallStatus,
+} from './twilio-calls.ts';
+import type { TwilioSimWebhook } from './twilio-webhooks.ts';
 
 export type TwilioSimForm = Record<string, string | string[]>;
 export type TwilioSimRequest = RecordedRequest<TwilioSimForm>;
@@ -182,25 +193,57 @@ export interface TwilioSim {
   state: TwilioState;
   /** Numbers by PN sid, as the API renders them (updates show here). */
   numbers: Map<string, TwilioSimNumber>;
+  /** REST requests received, in order. */
   requests: TwilioSimRequest[];
+  /** Calls by CA sid, outbound and inbound, live and ended. */
+  calls: Map<string, TwilioSimCall>;
+  /** Every webhook the sim sent (status, voice, amd), with the answer it got. */
+  webhooks: TwilioSimWebhook[];
+  /** What went wrong in the background: undeliverable webhooks, refused streams, bad TwiML. */
+  errors: string[];
   addAccount(accountSid: string, authToken: string): void;
   addNumber(accountSid: string, e164: string): string;
+  /** Calls placed to `to` from now on play this scenario (default `answer`). */
+  scenario(to: string, scenario: TwilioScenarioName | TwilioScenario): void;
+  /** Sends webhooks and media for URLs under `publicBaseUrl` to `localBaseUrl` (signatures keep the public URL). */
+  route(publicBaseUrl: string, localBaseUrl: string): void;
+  /** The far end hangs up (a call not yet answered is canceled). */
+  hangup(callSid: string): Promise<TwilioSimCallStatus>;
+  /** Rings one of the account's numbers and follows the service's TwiML. */
+  placeInboundCall(opts: { from: string; to: string; accountSid?: string; audio?: Uint8Array }): Promise<TwilioInboundCall>;
   fail(fault: SimFault): void;
   close(): Promise<void>;
 }
 
-export async function startTwilioSim(routes: TwilioRoute[] = numberRoutes): Promise<TwilioSim> {
+export interface TwilioSimOptions extends TwilioCallsOptions {
+  /** Routes served after the number and call routes (e.g. messages). */
+  extraRoutes?: TwilioRoute[];
+}
+
+export async function startTwilioSim(opts: TwilioSimOptions = {}): Promise<TwilioSim> {
   const state = new TwilioState();
+  const calls = new TwilioCalls(state, opts);
+  const routes = [...numberRoutes, ...calls.routes(), ...(opts.extraRoutes ?? [])];
   const server = await startSimServer<TwilioSimForm>(parseForm, (req) => dispatch(state, routes, req));
   return {
     baseUrl: server.baseUrl,
     state,
     numbers: state.numbers,
     requests: server.requests,
+    calls: calls.calls,
+    webhooks: calls.webhooks,
+    errors: calls.errors,
     addAccount: (sid, token) => state.addAccount(sid, token),
     addNumber: (sid, e164) => state.addNumber(sid, e164),
+    scenario: (to, scenario) => calls.scenario(to, scenario),
+    route: (publicBaseUrl, localBaseUrl) => calls.route(publicBaseUrl, localBaseUrl),
+    hangup: (callSid) => calls.hangup(callSid),
+    placeInboundCall: (o) => calls.placeInboundCall(o),
     fail: (fault) => server.fail(fault),
-    close: () => server.close(),
+    async close() {
+      await calls.close();
+      await server.close();
+    },
   };
 }
 

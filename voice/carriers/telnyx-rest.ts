@@ -3,7 +3,8 @@
 // `baseUrl` is the host root, e.g. https://api.telnyx.com (TELNYX_API_BASE), and
 // paths start with /v2/. A base that already ends in /v2 (the form the carrier's
 // docs print) is accepted too, so either reading of the setting works.
-// Numbers and webhooks come first; calls and messages are further methods over `request`.
+// Numbers and webhooks come first, then Call Control (dial, answer, reject, hang up,
+// status); messages are further methods over `request`.
 
 import { DEFAULT_CARRIER_TIMEOUT_MS, carrierFetch, joinUrl } from './carrier-http.ts';
 import { CarrierUnreachableError } from './errors.ts';
@@ -24,6 +25,57 @@ export interface TelnyxNumber {
   [field: string]: unknown;
 }
 
+/** `POST /v2/calls` (carriers.md §5): the fields this service sends. */
+export interface TelnyxDialParams {
+  /** The Call Control application that carries the call. */
+  connection_id: string;
+  to: string;
+  from: string;
+  /** Where this call's events go (instead of the application's webhook_event_url). */
+  webhook_url: string;
+  /** Base64; echoed in every event of the call. */
+  client_state: string;
+  /** The carrier ignores a second command with the same id (de-duplication). */
+  command_id: string;
+  /** Ring timeout (carrier default 30). */
+  timeout_secs?: number;
+  /** Hard cap on the call's length, enforced by the carrier. */
+  time_limit_secs: number;
+  stream_url: string;
+  stream_track: TelnyxStreamTrack;
+  stream_bidirectional_mode: 'rtp';
+  stream_bidirectional_codec: 'PCMU';
+  answering_machine_detection?: TelnyxAmdMode;
+}
+
+export type TelnyxStreamTrack = 'inbound_track' | 'outbound_track' | 'both_tracks';
+export type TelnyxAmdMode = 'premium' | 'detect' | 'detect_beep' | 'detect_words' | 'greeting_end' | 'disabled';
+
+/** The ids of a call; `call_control_id` is the one every command takes. */
+export interface TelnyxCallIds {
+  call_control_id: string;
+  call_leg_id: string;
+  call_session_id: string;
+}
+
+/** `actions/answer` with a bidirectional media stream. */
+export interface TelnyxAnswerParams {
+  stream_url: string;
+  stream_track: TelnyxStreamTrack;
+  stream_bidirectional_mode: 'rtp';
+  stream_bidirectional_codec: 'PCMU';
+  client_state: string;
+  command_id: string;
+}
+
+export type TelnyxRejectCause = 'CALL_REJECTED' | 'USER_BUSY';
+
+/** `GET /v2/calls/{id}`: the fields the service relies on, the rest as sent. */
+export interface TelnyxCallStatus extends TelnyxCallIds {
+  is_alive: boolean;
+  [field: string]: unknown;
+}
+
 export interface TelnyxRest {
   /** The account's number with exactly this E.164 value, or null when the account has none. */
   findNumber(e164: string): Promise<TelnyxNumber | null>;
@@ -33,6 +85,16 @@ export interface TelnyxRest {
   setCallControlWebhook(connectionId: string, url: string): Promise<void>;
   /** Sends the messaging profile's SMS events to `url`, in the v2 envelope. */
   setMessagingWebhook(messagingProfileId: string, url: string): Promise<void>;
+  /** Places an outbound call; events follow at `webhook_url`. */
+  dial(params: TelnyxDialParams): Promise<TelnyxCallIds>;
+  /** Answers an incoming call. */
+  answer(callControlId: string, params: TelnyxAnswerParams): Promise<void>;
+  /** Refuses an incoming call before it is answered. */
+  reject(callControlId: string, cause: TelnyxRejectCause): Promise<void>;
+  /** Ends the call. A call already over is a CarrierRequestError 422 code "90018". */
+  hangup(callControlId: string, params: { command_id: string }): Promise<void>;
+  /** The call's status; the carrier keeps it about 10 minutes after the end, then 404. */
+  getCall(callControlId: string): Promise<TelnyxCallStatus>;
 }
 
 export function createTelnyxRest(opts: TelnyxRestOptions): TelnyxRest {
@@ -68,6 +130,13 @@ export function createTelnyxRest(opts: TelnyxRestOptions): TelnyxRest {
       throw new CarrierUnreachableError('telnyx', `telnyx GET ${path} answered without a record`, 200);
     }
     return data as Record<string, unknown>;
+  }
+
+  const callPath = (id: string) => `/v2/calls/${encodeURIComponent(id)}`;
+
+  // Commands answer {data:{result:"ok"}}; nothing else in the answer is needed.
+  async function command(id: string, action: string, body: object): Promise<void> {
+    await request('POST', `${callPath(id)}/actions/${action}`, body);
   }
 
   return {
@@ -113,7 +182,31 @@ export function createTelnyxRest(opts: TelnyxRestOptions): TelnyxRest {
         webhook_api_version: '2',
       });
     },
+
+    async dial(params) {
+      const data = await request('POST', '/v2/calls', params);
+      if (!isCallIds(data)) throw new CarrierUnreachableError('telnyx', 'telnyx dial answered without call ids', 200);
+      return { call_control_id: data.call_control_id, call_leg_id: data.call_leg_id, call_session_id: data.call_session_id };
+    },
+
+    answer: (id, params) => command(id, 'answer', params),
+    reject: (id, cause) => command(id, 'reject', { cause }),
+    hangup: (id, params) => command(id, 'hangup', params),
+
+    async getCall(id) {
+      const data = await fetchRecord(callPath(id));
+      if (!isCallIds(data) || typeof data.is_alive !== 'boolean') {
+        throw new CarrierUnreachableError('telnyx', 'telnyx call status answered without is_alive', 200);
+      }
+      return data as TelnyxCallStatus;
+    },
   };
+}
+
+function isCallIds(value: unknown): value is TelnyxCallIds & Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  return typeof v.call_control_id === 'string' && v.call_control_id !== '' && typeof v.call_leg_id === 'string' && typeof v.call_session_id === 'string';
 }
 
 function describeError(body: unknown): { code: string | null; message: string | null } {

@@ -2,7 +2,7 @@
 // Basic AccountSid:AuthToken, form-encoded bodies, JSON answers, errors
 // {code, message, more_info, status}. `baseUrl` is the host root, e.g.
 // https://api.twilio.com (TWILIO_API_BASE); paths start with /2010-04-01.
-// Numbers come first; calls and messages are further methods over `request`.
+// Numbers, then calls (create, hang up, fetch); messages are further methods over `request`.
 
 import { DEFAULT_CARRIER_TIMEOUT_MS, carrierFetch, joinUrl } from './carrier-http.ts';
 import { CarrierUnreachableError } from './errors.ts';
@@ -35,6 +35,41 @@ export interface TwilioNumberUpdate {
   statusCallback?: string;
 }
 
+/** The call progress events a status callback can be asked for. */
+export type TwilioCallEvent = 'initiated' | 'ringing' | 'answered' | 'completed';
+
+/** `POST …/Calls.json` parameters, named as on the wire (carriers.md §1). */
+export interface TwilioCreateCall {
+  To: string;
+  From: string;
+  /** Fetched (POST) when the call is answered; answers TwiML. */
+  Url: string;
+  StatusCallback: string;
+  /** Sent as one `StatusCallbackEvent` parameter per event. */
+  StatusCallbackEvent: readonly TwilioCallEvent[];
+  MachineDetection?: 'Enable' | 'DetectMessageEnd';
+  AsyncAmd?: boolean;
+  AsyncAmdStatusCallback?: string;
+  /** Seconds; the carrier ends the call after this long connected. */
+  TimeLimit: number;
+  /** Seconds to let it ring (carrier default 60). */
+  Timeout?: number;
+}
+
+/** A Call resource; the fields the service relies on, the rest as sent. `status` never says `initiated`. */
+export interface TwilioCall {
+  sid: string;
+  account_sid: string;
+  to: string;
+  from: string;
+  status: string;
+  direction: string | null;
+  answered_by: string | null;
+  /** Connected seconds as a string, null until the call ends. */
+  duration: string | null;
+  [field: string]: unknown;
+}
+
 /** Form parameters; an array repeats the key (e.g. StatusCallbackEvent). */
 export type TwilioForm = Record<string, string | readonly string[] | undefined>;
 
@@ -44,6 +79,14 @@ export interface TwilioRest {
   findIncomingNumber(e164: string): Promise<TwilioIncomingNumber | null>;
   /** Points the number's voice and SMS webhooks at the given URLs (both POST). */
   updateIncomingNumber(numberSid: string, update: TwilioNumberUpdate): Promise<TwilioIncomingNumber>;
+  /** Places a call (201). A refusal, e.g. code 21211 for an invalid `To`, is a CarrierRequestError. */
+  createCall(params: TwilioCreateCall): Promise<TwilioCall>;
+  /**
+   * Hangs up (`completed`) or cancels a call not yet answered (`canceled`). A call the
+   * carrier no longer has answers 404 with code 20404, thrown as a CarrierRequestError.
+   */
+  updateCall(callSid: string, update: { Status: 'completed' | 'canceled' }): Promise<TwilioCall>;
+  fetchCall(callSid: string): Promise<TwilioCall>;
 }
 
 export function createTwilioRest(opts: TwilioRestOptions): TwilioRest {
@@ -96,6 +139,31 @@ export function createTwilioRest(opts: TwilioRestOptions): TwilioRest {
       if (!isIncomingNumber(body)) throw new CarrierUnreachableError('twilio', 'twilio number update answered without a resource', 200);
       return body;
     },
+
+    async createCall(params) {
+      const body = await request('POST', '/Calls.json', {
+        To: params.To,
+        From: params.From,
+        Url: params.Url,
+        StatusCallback: params.StatusCallback,
+        StatusCallbackEvent: params.StatusCallbackEvent,
+        MachineDetection: params.MachineDetection,
+        AsyncAmd: params.AsyncAmd === undefined ? undefined : String(params.AsyncAmd),
+        AsyncAmdStatusCallback: params.AsyncAmdStatusCallback,
+        TimeLimit: String(params.TimeLimit),
+        Timeout: params.Timeout === undefined ? undefined : String(params.Timeout),
+      });
+      return asCall(body, 'call creation');
+    },
+
+    async updateCall(callSid, update) {
+      const body = await request('POST', `/Calls/${encodeURIComponent(callSid)}.json`, { Status: update.Status });
+      return asCall(body, 'call update');
+    },
+
+    async fetchCall(callSid) {
+      return asCall(await request('GET', `/Calls/${encodeURIComponent(callSid)}.json`), 'call fetch');
+    },
   };
 }
 
@@ -116,6 +184,14 @@ function describeError(body: unknown): { code: number | string | null; message: 
     code: typeof code === 'number' || typeof code === 'string' ? code : null,
     message: typeof message === 'string' ? message : null,
   };
+}
+
+function asCall(body: unknown, what: string): TwilioCall {
+  const v = body as { sid?: unknown; status?: unknown } | null;
+  if (typeof v !== 'object' || v === null || typeof v.sid !== 'string' || typeof v.status !== 'string') {
+    throw new CarrierUnreachableError('twilio', `twilio ${what} answered without a call resource`, 200);
+  }
+  return body as TwilioCall;
 }
 
 function isIncomingNumber(value: unknown): value is TwilioIncomingNumber {

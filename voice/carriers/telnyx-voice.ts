@@ -1,0 +1,258 @@
+// Carrier B (Telnyx) behind the CarrierVoice interface (voice.ts), plus what the
+// service's carrier B endpoints need. Per number: createTelnyxVoice({baseUrl:
+// TELNYX_API_BASE, apiKey, connectionId}) from storage.numbers.openCredentials(row).
+// Every method rejects with a CarrierError (errors.ts); dial also with a plain Error
+// when the number has no events token (a data bug, not a carrier answer).
+//
+// For `POST /carrier/telnyx/events/{token}` (after verifyTelnyx, telnyx-signature.ts):
+// - parseTelnyxWebhook(rawBody as string or bytes, clock()) → CarrierWebhook. Never
+//   throws: a body that is not a v2 envelope is `ignored` with a reason starting
+//   "malformed"; streaming.* events are ignored (the media websocket reports the stream).
+//   The internal call id comes from `client_state` (base64 of `call_…`, set by dial and
+//   answerWithStream); null when absent or not a call id (look up by carrierCallId then).
+// - `incoming` → route the call, then either
+//   answerWithStream(carrierCallId, {publicBaseUrl, mediaToken, callId}): answers with a
+//   bidirectional μ-law stream to ws(s)://…/carrier/telnyx/media?token=<mediaToken> (the
+//   websocket finds its call by the `token` query parameter), and client_state = callId
+//   so every later event names the call; or
+//   rejectBusy(carrierCallId): refuses with USER_BUSY (the caller hears busy).
+//   Both treat a call that already ended (422 "90018") as done.
+//
+// Decisions: hangup() counts 422 "90018" (already ended) and 404 (the carrier no longer
+// knows the id) as success. fetchStatus(): is_alive true → 'active'; gone (is_alive
+// false, or 404 once the record expired about 10 minutes after the end) → 'unknown'.
+// The carrier's call record carries no hangup cause, so no final status can be named:
+// 'completed' would tell the machine the call had connected (a carrier `completed` is
+// its proof of connection), which a call that ended while still ringing never did. On
+// 'unknown' the machine hangs up (a no-op here: "already ended" counts as success).
+// Webhook hangup causes are reported as the carrier said them (see HANGUP_CAUSES).
+
+import { z } from 'zod';
+import type { CallEvent, FinalCallStatus } from '../../machines/call-events.ts';
+import { CarrierRequestError } from './errors.ts';
+import { createTelnyxRest, type TelnyxRest } from './telnyx-rest.ts';
+import type { CarrierCallStatus, CarrierVoice, CarrierWebhook, DialRequest } from './voice.ts';
+
+export interface TelnyxVoiceOptions {
+  /** TELNYX_API_BASE: the host root (a trailing /v2 is accepted). */
+  baseUrl: string;
+  apiKey: string;
+  /** The number's Call Control application (`telnyx_connection_id`). */
+  connectionId: string;
+  timeoutMs?: number;
+}
+
+export interface AnswerStreamRequest {
+  /** PUBLIC_BASE_URL of this service. */
+  publicBaseUrl: string;
+  /** One-time token the media websocket must present. */
+  mediaToken: string;
+  /** Internal id `call_…`: becomes client_state, and the answer's command_id. */
+  callId: string;
+}
+
+export interface TelnyxVoice extends CarrierVoice {
+  answerWithStream(carrierCallId: string, req: AnswerStreamRequest): Promise<void>;
+  rejectBusy(carrierCallId: string): Promise<void>;
+}
+
+export function createTelnyxVoice(opts: TelnyxVoiceOptions): TelnyxVoice {
+  const rest: TelnyxRest = createTelnyxRest({
+    baseUrl: opts.baseUrl,
+    apiKey: opts.apiKey,
+    ...(opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs }),
+  });
+
+  return {
+    async dial(req: DialRequest) {
+      if (req.eventsToken === null) throw new Error('telnyx dial needs the number events token');
+      const ids = await rest.dial({
+        connection_id: opts.connectionId,
+        to: req.to,
+        from: req.from,
+        webhook_url: telnyxEventsUrl(req.publicBaseUrl, req.eventsToken),
+        client_state: encodeClientState(req.callId),
+        // A restored dial effect runs again: the carrier drops the repeat.
+        command_id: `dial-${req.callId}`,
+        time_limit_secs: req.timeLimitSec,
+        stream_url: telnyxMediaUrl(req.publicBaseUrl, req.mediaToken),
+        stream_track: 'inbound_track',
+        stream_bidirectional_mode: 'rtp',
+        stream_bidirectional_codec: 'PCMU',
+        ...(req.amdEnabled ? { answering_machine_detection: 'detect' as const } : {}),
+      });
+      return { carrierCallId: ids.call_control_id };
+    },
+
+    async hangup(carrierCallId) {
+      await ignoreGone(rest.hangup(carrierCallId, { command_id: 'hangup' }), true);
+    },
+
+    async fetchStatus(carrierCallId): Promise<CarrierCallStatus> {
+      try {
+        const call = await rest.getCall(carrierCallId);
+        return call.is_alive ? 'active' : 'unknown';
+      } catch (err) {
+        if (err instanceof CarrierRequestError && err.status === 404) return 'unknown';
+        throw err;
+      }
+    },
+
+    async answerWithStream(carrierCallId, req) {
+      await ignoreGone(
+        rest.answer(carrierCallId, {
+          stream_url: telnyxMediaUrl(req.publicBaseUrl, req.mediaToken),
+          stream_track: 'inbound_track',
+          stream_bidirectional_mode: 'rtp',
+          stream_bidirectional_codec: 'PCMU',
+          client_state: encodeClientState(req.callId),
+          command_id: `answer-${req.callId}`,
+        }),
+        false,
+      );
+    },
+
+    async rejectBusy(carrierCallId) {
+      await ignoreGone(rest.reject(carrierCallId, 'USER_BUSY'), false);
+    },
+  };
+}
+
+/** 422 "90018": the call has already ended. */
+export const TELNYX_CALL_ENDED_CODE = '90018';
+
+async function ignoreGone(command: Promise<void>, unknownIdToo: boolean): Promise<void> {
+  try {
+    await command;
+  } catch (err) {
+    if (!(err instanceof CarrierRequestError)) throw err;
+    if (err.status === 422 && String(err.code) === TELNYX_CALL_ENDED_CODE) return;
+    if (unknownIdToo && err.status === 404) return;
+    throw err;
+  }
+}
+
+function base(publicBaseUrl: string): string {
+  return publicBaseUrl.replace(/\/+$/, '');
+}
+
+/** `${PUBLIC_BASE_URL}/carrier/telnyx/events/${token}`: every event of the number. */
+export function telnyxEventsUrl(publicBaseUrl: string, eventsToken: string): string {
+  return `${base(publicBaseUrl)}/carrier/telnyx/events/${encodeURIComponent(eventsToken)}`;
+}
+
+/** The media websocket URL: ws(s) follows the public base URL's http(s); the token rides in the query. */
+export function telnyxMediaUrl(publicBaseUrl: string, mediaToken: string): string {
+  const wsBase = base(publicBaseUrl).replace(/^http(s?):\/\//i, (_m, s: string) => `ws${s.toLowerCase()}://`);
+  return `${wsBase}/carrier/telnyx/media?token=${encodeURIComponent(mediaToken)}`;
+}
+
+export function encodeClientState(callId: string): string {
+  return Buffer.from(callId, 'utf8').toString('base64');
+}
+
+const INTERNAL_CALL_ID = /^call_[0-9A-Za-z]{1,64}$/;
+
+/** The internal call id in a client_state, or null when it holds anything else. */
+export function decodeClientState(clientState: string | null | undefined): string | null {
+  if (typeof clientState !== 'string' || clientState === '' || !/^[A-Za-z0-9+/]+={0,2}$/.test(clientState)) return null;
+  const decoded = Buffer.from(clientState, 'base64').toString('utf8');
+  return INTERNAL_CALL_ID.test(decoded) ? decoded : null;
+}
+
+/**
+ * `hangup_cause` → final status, as the carrier said it: a call that had been answered
+ * and ends with, say, `user_busy` is still reported busy; the machine turns it into
+ * completed. `time_limit` is our own time_limit_secs cutting a connected call. Causes
+ * not listed count as failed.
+ */
+export const HANGUP_CAUSES: Readonly<Record<string, FinalCallStatus>> = {
+  normal_clearing: 'completed',
+  time_limit: 'completed',
+  user_busy: 'busy',
+  no_answer: 'no-answer',
+  timeout: 'no-answer',
+  call_rejected: 'failed',
+  unspecified: 'failed',
+  not_found: 'failed',
+  originator_cancel: 'canceled',
+};
+
+const AMD_RESULTS: Readonly<Record<string, 'human' | 'machine' | 'fax' | 'unknown'>> = {
+  human: 'human',
+  machine: 'machine',
+  not_sure: 'unknown',
+  // Premium detection (not requested by this service, tolerated if configured on the app).
+  human_residence: 'human',
+  human_business: 'human',
+  fax_detected: 'fax',
+  silence: 'unknown',
+};
+
+const envelopeSchema = z.object({
+  data: z.object({
+    event_type: z.string().min(1),
+    payload: z.record(z.string(), z.unknown()).nullish(),
+  }),
+});
+
+const callPayloadSchema = z.object({
+  call_control_id: z.string().min(1),
+  client_state: z.string().nullish(),
+});
+
+const incomingSchema = callPayloadSchema.extend({ from: z.string().min(1), to: z.string().min(1) });
+
+const optionalString = z.string().nullish().catch(null);
+
+const HANDLED = new Set(['call.initiated', 'call.answered', 'call.hangup', 'call.machine.detection.ended', 'call.machine.premium.detection.ended']);
+
+/** A verified carrier B webhook body → what the service acts on. `at` is the receive time (epoch ms). */
+export function parseTelnyxWebhook(rawJson: string | Uint8Array, at: number): CarrierWebhook {
+  let json: unknown;
+  try {
+    json = JSON.parse(typeof rawJson === 'string' ? rawJson : Buffer.from(rawJson.buffer, rawJson.byteOffset, rawJson.byteLength).toString('utf8'));
+  } catch {
+    return { kind: 'ignored', reason: 'malformed: body is not JSON' };
+  }
+  const envelope = envelopeSchema.safeParse(json);
+  if (!envelope.success) return { kind: 'ignored', reason: 'malformed: not a v2 event envelope {data:{event_type,payload}}' };
+  const type = envelope.data.data.event_type;
+  const p = envelope.data.data.payload ?? {};
+
+  if (type.startsWith('streaming.')) return { kind: 'ignored', reason: `${type}: the media websocket reports the stream` };
+  if (!HANDLED.has(type)) return { kind: 'ignored', reason: `${type}: not acted on` };
+
+  const call = callPayloadSchema.safeParse(p);
+  if (!call.success) return { kind: 'ignored', reason: `malformed: ${type} without call_control_id` };
+  const carrierCallId = call.data.call_control_id;
+  const callId = decodeClientState(call.data.client_state);
+  const event = (e: CallEvent): CarrierWebhook => ({ kind: 'event', callId, carrierCallId, event: e });
+
+  switch (type) {
+    case 'call.initiated': {
+      const direction = optionalString.parse(p.direction);
+      if (direction !== 'incoming') return { kind: 'ignored', reason: `call.initiated ${direction ?? 'without direction'}: our own dial` };
+      const incoming = incomingSchema.safeParse(p);
+      if (!incoming.success) return { kind: 'ignored', reason: 'malformed: incoming call.initiated without from/to' };
+      return { kind: 'incoming', carrierCallId, from: incoming.data.from, to: incoming.data.to };
+    }
+    case 'call.answered':
+      return event({ type: 'CARRIER.ANSWERED', at, carrierCallId });
+    case 'call.hangup': {
+      const cause = optionalString.parse(p.hangup_cause) ?? '';
+      const source = optionalString.parse(p.hangup_source);
+      return event({
+        type: 'CARRIER.ENDED',
+        at,
+        status: HANGUP_CAUSES[cause] ?? 'failed',
+        hangupSource: source === 'caller' || source === 'callee' ? source : 'unknown',
+      });
+    }
+    default: {
+      // call.machine.detection.ended and call.machine.premium.detection.ended
+      const result = optionalString.parse(p.result) ?? '';
+      return event({ type: 'CARRIER.AMD', at, result: AMD_RESULTS[result] ?? 'unknown' });
+    }
+  }
+}
