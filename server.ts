@@ -63,9 +63,9 @@ export const REDACT_PATHS = [
 export function createLogger(level: Config['logLevel']): Logger {
   return pino(
     { level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { service: 'switchboard' } },
-    // Lines are gathered into 4 KiB writes: one write per line would wake a libuv
-    // thread per request. Shutdown flushes what is buffered.
-    pino.destination({ dest: 1, sync: false, minLength: 4096 }),
+    // Lines are gathered into writes of up to 12 KiB: one write per line would wake a
+    // libuv thread per request. A timer flushes a quiet log every second; shutdown too.
+    pino.destination({ dest: 1, sync: false, minLength: 12 * 1024 }),
   );
 }
 

@@ -133,56 +133,77 @@ export function createPipeline(deps: PipelineDeps) {
   }
 
   /**
+   * One request's bookkeeping. A class, not closures made per request: the request path
+   * is hot, and its methods live once on the prototype.
+   */
+  class Exchange {
+    readonly started = performance.now();
+    readonly now = clock();
+    readonly requestId = `req_${idPrefix}${(idCounter++).toString(36)}`;
+    readonly headers: Record<string, string> = { 'X-Request-Id': this.requestId };
+    auth: AuthContext | null = null;
+    flightKey: string | null = null;
+    idem: { scope: string; key: string; hash: Buffer } | null = null;
+
+    constructor(
+      readonly req: RawRequest,
+      readonly pattern: string,
+    ) {}
+
+    finish(status: number, body: string): RawResponse {
+      if (this.flightKey) inFlight.delete(this.flightKey);
+      const seconds = (performance.now() - this.started) / 1000;
+      metrics.observeRequest(this.req.method, this.pattern, status, seconds);
+      requestLog({
+        method: this.req.method,
+        route: this.pattern,
+        status,
+        durationMs: Math.round(seconds * 1e5) / 100,
+        accountId: this.auth?.accountId,
+        requestId: this.requestId,
+      });
+      return { status, headers: this.headers, body };
+    }
+
+    save(st: number, b: string, h?: Record<string, string>): void {
+      const idem = this.idem;
+      if (!idem || st >= 500) return;
+      const sealed = storage.secrets.seal(JSON.stringify(h ? { b, h } : { b }));
+      storage.idempotency.save(idem.scope, this.req.method, this.req.path, idem.key, idem.hash, st, sealed, this.now);
+    }
+
+    fail(e: unknown): RawResponse {
+      this.headers['Content-Type'] = 'application/json';
+      if (e instanceof ApiError) {
+        const body = JSON.stringify(e.toBody());
+        if (e.headers) Object.assign(this.headers, e.headers);
+        this.save(e.status, body, e.headers);
+        return this.finish(e.status, body);
+      }
+      log.error({ err: e, request_id: this.requestId, route: this.pattern }, 'unhandled error in request');
+      return this.finish(500, JSON.stringify(new ApiError('server_error', undefined, { request_id: this.requestId }).toBody()));
+    }
+
+    succeed(result: HandlerResult, body: string): RawResponse {
+      if (result.headers) Object.assign(this.headers, result.headers);
+      this.headers['Content-Type'] = result.contentType ?? 'application/json';
+      return this.finish(result.status, body);
+    }
+  }
+
+  /**
    * Answers synchronously when the route's handler is synchronous (the adapter then
    * writes inside the uWS callback, corked with the read); returns a promise only for
    * async routes.
    */
   function handle(req: RawRequest): RawResponse | Promise<RawResponse> {
-    const started = performance.now();
-    const now = clock();
-    const requestId = `req_${idPrefix}${(idCounter++).toString(36)}`;
-    const headers: Record<string, string> = { 'X-Request-Id': requestId };
     const isV1 = req.path === '/v1' || req.path.startsWith('/v1/');
     const m = router.match(req.method, req.path);
-    const pattern = m.kind === 'not_found' ? 'unmatched' : m.pattern;
-    let auth: AuthContext | null = null;
-    let flightKey: string | null = null;
-    let idem: { scope: string; key: string; hash: Buffer } | null = null;
-
-    const finish = (status: number, body: string): RawResponse => {
-      if (flightKey) inFlight.delete(flightKey);
-      const seconds = (performance.now() - started) / 1000;
-      metrics.observeRequest(req.method, pattern, status, seconds);
-      requestLog({ method: req.method, route: pattern, status, durationMs: Math.round(seconds * 1e5) / 100, accountId: auth?.accountId, requestId });
-      return { status, headers, body };
-    };
-
-    const save = (st: number, b: string, h?: Record<string, string>): void => {
-      if (!idem || st >= 500) return;
-      const sealed = storage.secrets.seal(JSON.stringify(h ? { b, h } : { b }));
-      storage.idempotency.save(idem.scope, req.method, req.path, idem.key, idem.hash, st, sealed, now);
-    };
-
-    const fail = (e: unknown): RawResponse => {
-      headers['Content-Type'] = 'application/json';
-      if (e instanceof ApiError) {
-        const body = JSON.stringify(e.toBody());
-        if (e.headers) Object.assign(headers, e.headers);
-        save(e.status, body, e.headers);
-        return finish(e.status, body);
-      }
-      log.error({ err: e, request_id: requestId, route: pattern }, 'unhandled error in request');
-      return finish(500, JSON.stringify(new ApiError('server_error', undefined, { request_id: requestId }).toBody()));
-    };
-
-    const succeed = (result: HandlerResult, body: string): RawResponse => {
-      if (result.headers) Object.assign(headers, result.headers);
-      headers['Content-Type'] = result.contentType ?? 'application/json';
-      return finish(result.status, body);
-    };
+    const x = new Exchange(req, m.kind === 'not_found' ? 'unmatched' : m.pattern);
+    const { headers, now } = x;
 
     try {
-      if (isV1) auth = gate(m.kind === 'found' ? m.value : null, req, now, headers);
+      if (isV1) x.auth = gate(m.kind === 'found' ? m.value : null, req, now, headers);
       if (m.kind === 'not_found') throw new ApiError('route_not_found', `No route ${req.method} ${req.path}.`);
       if (m.kind === 'method_not_allowed') {
         throw new ApiError('method_not_allowed', `${req.method} is not supported on ${m.pattern}; use ${m.allowed.join(', ')}.`, undefined, { Allow: m.allowed.join(', ') });
@@ -193,7 +214,7 @@ export function createPipeline(deps: PipelineDeps) {
       const idemKey = req.headers['idempotency-key'];
       if (idemKey !== undefined && MUTATIONS.has(req.method) && isV1) {
         if (idemKey.length < 1 || idemKey.length > 255) throw new ApiError('invalid_idempotency_key');
-        const scope = auth ? auth.accountId : `ip:${req.ip}`;
+        const scope = x.auth ? x.auth.accountId : `ip:${req.ip}`;
         const hash = createHash('sha256').update(req.body ?? Buffer.alloc(0)).digest();
         const stored = storage.idempotency.find(scope, req.method, req.path, idemKey, now);
         if (stored) {
@@ -201,13 +222,13 @@ export function createPipeline(deps: PipelineDeps) {
           const saved = JSON.parse(storage.secrets.openText(stored.response)) as StoredResponse;
           Object.assign(headers, saved.h, { 'Idempotent-Replayed': 'true' });
           headers['Content-Type'] ??= 'application/json';
-          return finish(stored.status, saved.b);
+          return x.finish(stored.status, saved.b);
         }
         const fk = `${scope}\n${req.method}\n${req.path}\n${idemKey}`;
         if (inFlight.has(fk)) throw new ApiError('idempotency_key_in_use');
         inFlight.add(fk);
-        flightKey = fk;
-        idem = { scope, key: idemKey, hash };
+        x.flightKey = fk;
+        x.idem = { scope, key: idemKey, hash };
       }
 
       const searchParams = new URLSearchParams(req.query);
@@ -217,12 +238,12 @@ export function createPipeline(deps: PipelineDeps) {
         searchParams,
         headers: req.headers,
         ip: req.ip,
-        requestId,
+        requestId: x.requestId,
         log,
         params: m.params,
         body: r.rawBody ? req.body : parseJsonBody(r, req),
         query: parseQuery(r, searchParams),
-        auth,
+        auth: x.auth,
       };
 
       if (r.async) {
@@ -230,14 +251,14 @@ export function createPipeline(deps: PipelineDeps) {
           .then(() => r.handler(ctx))
           .then((result) => {
             const body = serialize(result);
-            save(result.status, body, result.headers);
-            return succeed(result, body);
+            x.save(result.status, body, result.headers);
+            return x.succeed(result, body);
           })
-          .catch(fail);
+          .catch((e: unknown) => x.fail(e));
       }
       if (!MUTATIONS.has(req.method)) {
         const result = r.handler(ctx) as HandlerResult;
-        return succeed(result, serialize(result));
+        return x.succeed(result, serialize(result));
       }
       // One transaction holds the handler's writes and the stored idempotent reply.
       let body = '';
@@ -245,12 +266,12 @@ export function createPipeline(deps: PipelineDeps) {
         const out = r.handler(ctx) as HandlerResult;
         if (out instanceof Promise) throw new Error(`route ${r.method} ${r.path} is async but not marked async`);
         body = serialize(out);
-        save(out.status, body, out.headers);
+        x.save(out.status, body, out.headers);
         return out;
       });
-      return succeed(result, body);
+      return x.succeed(result, body);
     } catch (e) {
-      return fail(e);
+      return x.fail(e);
     }
   }
 
