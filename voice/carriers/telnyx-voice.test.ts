@@ -76,8 +76,9 @@ function parsed(acct: Account): CarrierWebhook[] {
 
 /** An ignored webhook whose reason starts with the event it was. */
 const ignored = (eventType: string) => ({ kind: 'ignored', reason: expect.stringMatching(new RegExp(`^${eventType.replace('.', '\\.')}`)) });
-const initiated = ignored('call.initiated');
 const ev = (id: string, carrierCallId: string, event: Record<string, unknown>) => ({ kind: 'event', callId: id, carrierCallId, event: { at: 1234, ...event } });
+/** The outgoing leg's call.initiated: carrier B's counterpart of ringing. */
+const ringing = (id: string, carrierCallId: string) => ev(id, carrierCallId, { type: 'CARRIER.RINGING', carrierCallId });
 
 describe('dial', () => {
   it('sends the Call Control dial of carriers.md §5 and returns the call_control_id', async () => {
@@ -156,22 +157,22 @@ describe('scenarios: the signed webhooks, parsed', () => {
     {
       scenario: 'busy',
       amd: false,
-      expected: (id, cc) => [initiated, ev(id, cc, { type: 'CARRIER.ENDED', status: 'busy', hangupSource: 'callee' })],
+      expected: (id, cc) => [ringing(id, cc), ev(id, cc, { type: 'CARRIER.ENDED', status: 'busy', hangupSource: 'callee' })],
     },
     {
       scenario: 'no-answer',
       amd: false,
-      expected: (id, cc) => [initiated, ev(id, cc, { type: 'CARRIER.ENDED', status: 'no-answer', hangupSource: 'unknown' })],
+      expected: (id, cc) => [ringing(id, cc), ev(id, cc, { type: 'CARRIER.ENDED', status: 'no-answer', hangupSource: 'unknown' })],
     },
     {
       scenario: 'failed',
       amd: true,
-      expected: (id, cc) => [initiated, ev(id, cc, { type: 'CARRIER.ENDED', status: 'failed', hangupSource: 'unknown' })],
+      expected: (id, cc) => [ringing(id, cc), ev(id, cc, { type: 'CARRIER.ENDED', status: 'failed', hangupSource: 'unknown' })],
     },
   ];
 
   for (const { scenario, amd, expected } of cases) {
-    it(`${scenario}: call.initiated (ignored), then call.hangup`, async () => {
+    it(`${scenario}: call.initiated (ringing), then call.hangup`, async () => {
       const acct = await account();
       const req = dialRequest(acct, { amdEnabled: amd });
       sim.setScenario(req.to, scenario);
@@ -198,7 +199,7 @@ describe('scenarios: the signed webhooks, parsed', () => {
     await acct.voice.hangup(carrierCallId);
     await call.waitFor('ended');
     expect(parsed(acct)).toEqual([
-      initiated,
+      ringing(req.callId, carrierCallId),
       ev(req.callId, carrierCallId, { type: 'CARRIER.ANSWERED', carrierCallId }),
       ignored('streaming.started'),
       ignored('streaming.stopped'),
@@ -216,6 +217,7 @@ describe('scenarios: the signed webhooks, parsed', () => {
     await sim.hangup(carrierCallId);
     const events = parsed(acct).filter((w) => w.kind === 'event');
     expect(events).toEqual([
+      ringing(req.callId, carrierCallId),
       ev(req.callId, carrierCallId, { type: 'CARRIER.ANSWERED', carrierCallId }),
       ev(req.callId, carrierCallId, { type: 'CARRIER.AMD', result: 'human' }),
       ev(req.callId, carrierCallId, { type: 'CARRIER.ENDED', status: 'completed', hangupSource: 'callee' }),
@@ -232,6 +234,7 @@ describe('scenarios: the signed webhooks, parsed', () => {
     await sim.call(carrierCallId).waitFor('ended');
     const events = parsed(acct).filter((w) => w.kind === 'event');
     expect(events.map((w) => (w.kind === 'event' ? w.event : null))).toEqual([
+      { type: 'CARRIER.RINGING', at: 1234, carrierCallId },
       { type: 'CARRIER.ANSWERED', at: 1234, carrierCallId },
       { type: 'CARRIER.AMD', at: 1234, result: 'machine' },
       { type: 'CARRIER.ENDED', at: 1234, status: 'completed', hangupSource: 'caller' },
@@ -247,7 +250,7 @@ describe('scenarios: the signed webhooks, parsed', () => {
       expect(await acct.voice.fetchStatus(carrierCallId)).toBe('active');
       await acct.voice.hangup(carrierCallId);
       await sim.call(carrierCallId).waitFor('ended');
-      expect(parsed(acct)).toEqual([initiated, ev(req.callId, carrierCallId, { type: 'CARRIER.ENDED', status: 'canceled', hangupSource: 'caller' })]);
+      expect(parsed(acct)).toEqual([ringing(req.callId, carrierCallId), ev(req.callId, carrierCallId, { type: 'CARRIER.ENDED', status: 'canceled', hangupSource: 'caller' })]);
     } finally {
       sim.calls.stepMs = 20;
     }
@@ -397,14 +400,19 @@ describe('parseTelnyxWebhook', () => {
     }
   });
 
-  it('an incoming call.initiated is a call to route; our own outgoing one is ignored', () => {
+  it('an incoming call.initiated is a call to route; our own outgoing one is ringing', () => {
     expect(parseTelnyxWebhook(envelope('call.initiated', { ...base, client_state: null, direction: 'incoming', state: 'parked' }), 7)).toEqual({
       kind: 'incoming',
       carrierCallId: 'v3:cc',
       from: '+15550001111',
       to: '+15550002222',
     });
-    expect(parseTelnyxWebhook(envelope('call.initiated', { ...base, direction: 'outgoing' }), 7)).toMatchObject({ kind: 'ignored' });
+    expect(parseTelnyxWebhook(envelope('call.initiated', { ...base, direction: 'outgoing' }), 7)).toMatchObject({
+      kind: 'event',
+      carrierCallId: 'v3:cc',
+      event: { type: 'CARRIER.RINGING', at: 7, carrierCallId: 'v3:cc' },
+    });
+    expect(parseTelnyxWebhook(envelope('call.initiated', { ...base, direction: 'sideways' }), 7)).toMatchObject({ kind: 'ignored' });
   });
 
   it('takes the internal call id from client_state only when it is one', () => {

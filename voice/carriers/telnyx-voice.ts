@@ -232,7 +232,10 @@ export function parseTelnyxWebhook(rawJson: string | Uint8Array, at: number): Ca
   switch (type) {
     case 'call.initiated': {
       const direction = optionalString.parse(p.direction);
-      if (direction !== 'incoming') return { kind: 'ignored', reason: `call.initiated ${direction ?? 'without direction'}: our own dial` };
+      // Call Control has no ringing event: the outgoing leg's call.initiated (placed and
+      // alerting the far end) is the carrier's counterpart of carrier A's `ringing`.
+      if (direction === 'outgoing') return event({ type: 'CARRIER.RINGING', at, carrierCallId });
+      if (direction !== 'incoming') return { kind: 'ignored', reason: `call.initiated ${direction ?? 'without direction'}: neither incoming nor outgoing` };
       const incoming = incomingSchema.safeParse(p);
       if (!incoming.success) return { kind: 'ignored', reason: 'malformed: incoming call.initiated without from/to' };
       return { kind: 'incoming', carrierCallId, from: incoming.data.from, to: incoming.data.to };
