@@ -92,7 +92,7 @@ export function buildOpenApi(routes: RouteDef<any, any>[], serverUrl: string): J
       parameters: parameters(r),
       responses,
     };
-    if (r.method !== 'GET') {
+    if (r.method !== 'GET' && r.path.startsWith('/v1/')) {
       op['parameters'] = [
         ...(op['parameters'] as Json[]),
         { name: 'Idempotency-Key', in: 'header', required: false, schema: { type: 'string', minLength: 1, maxLength: 255 }, description: 'Replays the stored response for 24 hours (scoped to the account, method and path).' },
