@@ -44,6 +44,8 @@ export interface SimServer<Body> {
 export async function startSimServer<Body>(
   parseBody: (raw: string, contentType: string | undefined) => Body,
   route: (req: RecordedRequest<Body>) => SimResponse,
+  /** 0 (a free port) in tests; a fixed one for `npm run sim`. */
+  port = 0,
 ): Promise<SimServer<Body>> {
   const requests: RecordedRequest<Body>[] = [];
   const faults: SimFault[] = [];
@@ -85,11 +87,14 @@ export async function startSimServer<Body>(
     });
   });
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', resolve);
+  });
+  const bound = (server.address() as AddressInfo).port;
 
   return {
-    baseUrl: `http://127.0.0.1:${port}`,
+    baseUrl: `http://127.0.0.1:${bound}`,
     requests,
     fail(fault) {
       faults.push({ ...fault });

@@ -275,11 +275,11 @@ export interface TelnyxSim {
   close(): Promise<void>;
 }
 
-export async function startTelnyxSim(routes: TelnyxRoute[] = numberRoutes, opts: TelnyxCallsOptions = {}): Promise<TelnyxSim> {
+export async function startTelnyxSim(routes: TelnyxRoute[] = numberRoutes, opts: TelnyxCallsOptions & { port?: number } = {}): Promise<TelnyxSim> {
   const state = new TelnyxState();
   const calls = new TelnyxCalls(state, opts);
   const all = [...routes, ...calls.routes()];
-  const server = await startSimServer<unknown>(parseJson, (req) => dispatch(state, all, req));
+  const server = await startSimServer<unknown>(parseJson, (req) => dispatch(state, all, req), opts.port ?? 0);
   return {
     baseUrl: server.baseUrl,
     state,

@@ -218,13 +218,15 @@ export interface TwilioSim {
 export interface TwilioSimOptions extends TwilioCallsOptions {
   /** Routes served after the number and call routes (e.g. messages). */
   extraRoutes?: TwilioRoute[];
+  /** Fixed port for `npm run sim`; tests use a free one. */
+  port?: number;
 }
 
 export async function startTwilioSim(opts: TwilioSimOptions = {}): Promise<TwilioSim> {
   const state = new TwilioState();
   const calls = new TwilioCalls(state, opts);
   const routes = [...numberRoutes, ...calls.routes(), ...(opts.extraRoutes ?? [])];
-  const server = await startSimServer<TwilioSimForm>(parseForm, (req) => dispatch(state, routes, req));
+  const server = await startSimServer<TwilioSimForm>(parseForm, (req) => dispatch(state, routes, req), opts.port ?? 0);
   return {
     baseUrl: server.baseUrl,
     state,

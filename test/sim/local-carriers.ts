@@ -1,0 +1,111 @@
+// `npm run sim`: both carrier simulators as a local carrier, so a newcomer can import
+// numbers, place calls and ring the agent on one machine without carrier accounts.
+// The same wire-accurate simulators the tests use: signed webhooks, media streams
+// (a tone as the far end's voice), call scenarios. A small control server rings the
+// service's numbers and hangs calls up; answered outbound calls end after SIM_CALL_SECONDS.
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { startTwilioSim } from './twilio-sim.ts';
+import { startTelnyxSim } from './telnyx-sim.ts';
+
+const env = process.env;
+const twilioPort = Number(env['SIM_TWILIO_PORT'] ?? 4010);
+const telnyxPort = Number(env['SIM_TELNYX_PORT'] ?? 4011);
+const controlPort = Number(env['SIM_CONTROL_PORT'] ?? 4012);
+const callSeconds = Number(env['SIM_CALL_SECONDS'] ?? 15);
+
+// Fixed, obviously fake credentials so the README's commands work as printed.
+export const LOCAL = {
+  twilio: { accountSid: 'AC' + 'deadbeef'.repeat(4), authToken: 'local-sim-auth-token-0123456789ab', numbers: ['+14155550100', '+14155550101', '+14155550102'] },
+  telnyx: { apiKey: 'KEY_local_sim', connectionId: 'local-sim-connection', numbers: ['+14155550200', '+14155550201', '+14155550202'] },
+};
+
+const twilio = await startTwilioSim({ port: twilioPort });
+const telnyx = await startTelnyxSim(undefined, { port: telnyxPort });
+twilio.addAccount(LOCAL.twilio.accountSid, LOCAL.twilio.authToken);
+for (const n of LOCAL.twilio.numbers) twilio.addNumber(LOCAL.twilio.accountSid, n);
+telnyx.addApiKey(LOCAL.telnyx.apiKey);
+telnyx.addConnection(LOCAL.telnyx.apiKey, LOCAL.telnyx.connectionId);
+for (const n of LOCAL.telnyx.numbers) telnyx.addNumber(LOCAL.telnyx.apiKey, n, { connectionId: LOCAL.telnyx.connectionId });
+
+// The far end of an answered call hangs up after a while, like a person would.
+const hangingUp = new Set<string>();
+setInterval(() => {
+  const due = Date.now() - callSeconds * 1000;
+  for (const c of twilio.calls.values()) {
+    if (c.status === 'in-progress' && c.answeredAt !== null && c.answeredAt < due && !hangingUp.has(c.sid)) {
+      hangingUp.add(c.sid);
+      void twilio.hangup(c.sid).catch(() => undefined);
+    }
+  }
+  for (const c of telnyx.calls.calls.values()) {
+    if (c.status === 'answered' && c.answeredAt !== null && c.answeredAt < due && !hangingUp.has(c.callControlId)) {
+      hangingUp.add(c.callControlId);
+      void telnyx.hangup(c.callControlId).catch(() => undefined);
+    }
+  }
+}, 250).unref();
+
+type Answer = { status: number; body: unknown };
+
+async function control(method: string, url: URL): Promise<Answer> {
+  const parts = url.pathname.split('/').filter(Boolean);
+  if (method === 'GET' && parts[0] === 'calls') {
+    return {
+      status: 200,
+      body: {
+        twilio: [...twilio.calls.values()].map((c) => ({ id: c.sid, direction: c.direction, from: c.from, to: c.to, status: c.status })),
+        telnyx: [...telnyx.calls.calls.values()].map((c) => ({ id: c.callControlId, direction: c.direction, from: c.from, to: c.to, status: c.status })),
+      },
+    };
+  }
+  if (method === 'POST' && parts[0] === 'inbound' && (parts[1] === 'twilio' || parts[1] === 'telnyx')) {
+    const to = url.searchParams.get('to');
+    const from = url.searchParams.get('from') ?? '+14155559999';
+    if (!to) return { status: 400, body: { error: 'to= is one of the simulated numbers' } };
+    if (parts[1] === 'twilio') {
+      const call = await twilio.placeInboundCall({ from, to, accountSid: LOCAL.twilio.accountSid });
+      return { status: 200, body: { id: call.callSid, twiml: call.twiml } };
+    }
+    const handle = await telnyx.placeInboundCall({ from, to, apiKey: LOCAL.telnyx.apiKey });
+    return { status: 200, body: { id: handle.id } };
+  }
+  if (method === 'POST' && parts[0] === 'hangup' && parts[2]) {
+    if (parts[1] === 'twilio') await twilio.hangup(parts[2]);
+    else if (parts[1] === 'telnyx') await telnyx.hangup(parts[2]);
+    else return { status: 404, body: { error: 'carrier is twilio or telnyx' } };
+    return { status: 200, body: { hung_up: parts[2] } };
+  }
+  return { status: 404, body: { error: 'GET /calls, POST /inbound/{twilio|telnyx}?to=&from=, POST /hangup/{twilio|telnyx}/{id}' } };
+}
+
+const server = createServer((req, res) => {
+  control(req.method ?? 'GET', new URL(req.url ?? '/', 'http://sim.local'))
+    .catch((err: unknown): Answer => ({ status: 500, body: { error: err instanceof Error ? err.message : String(err) } }))
+    .then(({ status, body }) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    });
+});
+await new Promise<void>((resolve) => server.listen(controlPort, '127.0.0.1', resolve));
+const controlUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+console.log(`Local carriers are up.
+  carrier A (twilio) REST  ${twilio.baseUrl}   account ${LOCAL.twilio.accountSid}  token ${LOCAL.twilio.authToken}
+                           numbers ${LOCAL.twilio.numbers.join(', ')}
+  carrier B (telnyx) REST  ${telnyx.baseUrl}   api key ${LOCAL.telnyx.apiKey}  connection ${LOCAL.telnyx.connectionId}
+                           numbers ${LOCAL.telnyx.numbers.join(', ')}
+                           webhook public key ${telnyx.publicKeyOf(LOCAL.telnyx.apiKey)}
+  control                  ${controlUrl}  (GET /calls, POST /inbound/{twilio|telnyx}?to=&from=, POST /hangup/{twilio|telnyx}/{id})
+
+Start the service against them in another terminal:
+  TWILIO_API_BASE=${twilio.baseUrl} TELNYX_API_BASE=${telnyx.baseUrl} PUBLIC_BASE_URL=http://127.0.0.1:8080 MEDIA_ENGINE=echo npm start
+
+Outbound calls are answered; the far end hangs up after ${callSeconds} s (SIM_CALL_SECONDS).`);
+
+const stop = () => {
+  server.close();
+  void Promise.all([twilio.close(), telnyx.close()]).finally(() => process.exit(0));
+};
+process.once('SIGINT', stop);
+process.once('SIGTERM', stop);
