@@ -8,11 +8,10 @@
 
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
-import { encodeMulaw } from '../../voice/audio/mulaw.ts';
+import { FarEndPlayback, mulawTone } from './far-end-playback.ts';
 
 /** 20 ms of 8 kHz μ-law. */
 export const FRAME_BYTES = 160;
-const BYTES_PER_MS = 8;
 
 export interface TelnyxMediaClientOptions {
   /** The stream_url from the dial or answer command (query string included). */
@@ -70,12 +69,7 @@ export interface TelnyxMediaClient {
 }
 
 /** A sine tone as μ-law at 8 kHz, at a quarter of full scale. */
-export function generateMulawTone(hz: number, ms: number): Uint8Array {
-  const samples = new Int16Array(Math.round(ms * BYTES_PER_MS));
-  const step = (2 * Math.PI * hz) / 8000;
-  for (let i = 0; i < samples.length; i++) samples[i] = Math.round(8192 * Math.sin(step * i));
-  return encodeMulaw(samples);
-}
+export const generateMulawTone = mulawTone;
 
 export function connectTelnyxMedia(opts: TelnyxMediaClientOptions): TelnyxMediaClient {
   const streamId = randomUUID();
@@ -85,11 +79,10 @@ export function connectTelnyxMedia(opts: TelnyxMediaClientOptions): TelnyxMediaC
   const interval = opts.frameIntervalMs ?? 20;
 
   const received: Record<string, unknown>[] = [];
-  const audio: Uint8Array[] = [];
-  const marks: string[] = [];
   const returnedMarks: string[] = [];
   const invalid: string[] = [];
-  let clears = 0;
+  // returnMark is a hoisted function declaration below.
+  const playback = new FarEndPlayback((name) => returnMark(name));
   let framesSent = 0;
 
   let seq = 0;
@@ -99,9 +92,6 @@ export function connectTelnyxMedia(opts: TelnyxMediaClientOptions): TelnyxMediaC
   let paused = false;
   let frameTimer: NodeJS.Timeout | null = null;
   let stoppedByUs = false;
-  // Playback of what the service sent: when the queued audio will have finished.
-  let playbackEnd = 0;
-  const pendingMarks: { name: string; timer: NodeJS.Timeout }[] = [];
 
   const ws = new WebSocket(opts.url, { handshakeTimeout: 5000 });
   ws.on('message', (data, isBinary) => {
@@ -166,8 +156,7 @@ export function connectTelnyxMedia(opts: TelnyxMediaClientOptions): TelnyxMediaC
           return;
         }
         const bytes = new Uint8Array(Buffer.from(payload, 'base64'));
-        audio.push(bytes);
-        playbackEnd = Math.max(playbackEnd, now) + bytes.length / BYTES_PER_MS;
+        playback.audioArrived(bytes, now);
         return;
       }
       case 'mark': {
@@ -176,29 +165,11 @@ export function connectTelnyxMedia(opts: TelnyxMediaClientOptions): TelnyxMediaC
           invalid.push(text);
           return;
         }
-        marks.push(name);
-        const wait = playbackEnd - now;
-        if (wait <= 0 && pendingMarks.length === 0) {
-          returnMark(name);
-          return;
-        }
-        const entry = {
-          name,
-          timer: setTimeout(() => {
-            pendingMarks.splice(pendingMarks.indexOf(entry), 1);
-            returnMark(name);
-          }, Math.max(0, wait)),
-        };
-        pendingMarks.push(entry);
+        playback.markArrived(name, now);
         return;
       }
       case 'clear':
-        clears++;
-        playbackEnd = now;
-        for (const entry of pendingMarks.splice(0)) {
-          clearTimeout(entry.timer);
-          returnMark(entry.name);
-        }
+        playback.clearArrived(now);
         return;
       default:
         invalid.push(text);
@@ -236,7 +207,7 @@ export function connectTelnyxMedia(opts: TelnyxMediaClientOptions): TelnyxMediaC
   const closed = new Promise<MediaClose>((resolve) => {
     ws.once('close', (code, reason) => {
       if (frameTimer) clearInterval(frameTimer);
-      for (const entry of pendingMarks.splice(0)) clearTimeout(entry.timer);
+      playback.close();
       const close = { code, reason: reason.toString('utf8'), byServer: !stoppedByUs };
       opts.onClose?.(close);
       resolve(close);
@@ -248,12 +219,12 @@ export function connectTelnyxMedia(opts: TelnyxMediaClientOptions): TelnyxMediaC
     opened,
     closed,
     received,
-    audio,
-    marks,
+    audio: playback.audio,
+    marks: playback.marks,
     returnedMarks,
     invalid,
     get clears() {
-      return clears;
+      return playback.clears;
     },
     get framesSent() {
       return framesSent;

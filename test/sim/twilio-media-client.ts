@@ -12,11 +12,11 @@ import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
 import { generateDtmf } from '../../voice/audio/dtmf.ts';
 import { encodeMulaw } from '../../voice/audio/mulaw.ts';
+import { FarEndPlayback, mulawTone } from './far-end-playback.ts';
 import { signTwilio } from '../../voice/carriers/twilio-signature.ts';
 
 /** 20 ms of 8 kHz μ-law. */
 export const FRAME_BYTES = 160;
-const BYTES_PER_MS = 8;
 const FRAME_MS = 20;
 
 export interface TwilioMediaClientOptions {
@@ -76,13 +76,7 @@ export interface TwilioMediaClient {
   stop(): Promise<MediaClose>;
 }
 
-/** A sine tone as 8 kHz μ-law at a quarter of full scale: the default far-end voice. */
-export function mulawTone(hz: number, ms: number): Uint8Array {
-  const samples = new Int16Array(Math.round(ms * BYTES_PER_MS));
-  const step = (2 * Math.PI * hz) / 8000;
-  for (let i = 0; i < samples.length; i++) samples[i] = Math.round(8192 * Math.sin(step * i));
-  return encodeMulaw(samples);
-}
+export { mulawTone } from './far-end-playback.ts';
 
 /** An in-band key press as 8 kHz μ-law (for callers whose DTMF arrives as audio). */
 export function mulawDtmf(digit: string, ms: number): Uint8Array {
@@ -96,11 +90,10 @@ export function connectTwilioMedia(opts: TwilioMediaClientOptions): TwilioMediaC
   const interval = opts.frameIntervalMs ?? FRAME_MS;
 
   const received: Record<string, unknown>[] = [];
-  const audio: Uint8Array[] = [];
-  const marks: string[] = [];
   const returnedMarks: string[] = [];
   const invalid: string[] = [];
-  let clears = 0;
+  // returnMark is a hoisted function declaration below.
+  const playback = new FarEndPlayback((name) => returnMark(name));
   let framesSent = 0;
 
   let seq = 0;
@@ -109,9 +102,6 @@ export function connectTwilioMedia(opts: TwilioMediaClientOptions): TwilioMediaC
   let paused = false;
   let frameTimer: NodeJS.Timeout | null = null;
   let stoppedByUs = false;
-  // When the audio queued so far will have finished playing (performance.now() ms).
-  let playbackEnd = 0;
-  const pendingMarks: { name: string; timer: NodeJS.Timeout }[] = [];
 
   const headers: Record<string, string> = {};
   // Signed over the wss:// URL with no parameters (carriers.md §2).
@@ -174,8 +164,7 @@ export function connectTwilioMedia(opts: TwilioMediaClientOptions): TwilioMediaC
           return;
         }
         const bytes = new Uint8Array(Buffer.from(payload, 'base64'));
-        audio.push(bytes);
-        playbackEnd = Math.max(playbackEnd, now) + bytes.length / BYTES_PER_MS;
+        playback.audioArrived(bytes, now);
         return;
       }
       case 'mark': {
@@ -184,29 +173,11 @@ export function connectTwilioMedia(opts: TwilioMediaClientOptions): TwilioMediaC
           invalid.push(text);
           return;
         }
-        marks.push(name);
-        const wait = playbackEnd - now;
-        if (wait <= 0 && pendingMarks.length === 0) {
-          returnMark(name);
-          return;
-        }
-        const entry = {
-          name,
-          timer: setTimeout(() => {
-            pendingMarks.splice(pendingMarks.indexOf(entry), 1);
-            returnMark(name);
-          }, Math.max(0, wait)),
-        };
-        pendingMarks.push(entry);
+        playback.markArrived(name, now);
         return;
       }
       case 'clear':
-        clears++;
-        playbackEnd = now;
-        for (const entry of pendingMarks.splice(0)) {
-          clearTimeout(entry.timer);
-          returnMark(entry.name);
-        }
+        playback.clearArrived(now);
         return;
       default:
         invalid.push(text);
@@ -250,7 +221,7 @@ export function connectTwilioMedia(opts: TwilioMediaClientOptions): TwilioMediaC
   const closed = new Promise<MediaClose>((resolve) => {
     ws.once('close', (code, reason) => {
       if (frameTimer) clearInterval(frameTimer);
-      for (const entry of pendingMarks.splice(0)) clearTimeout(entry.timer);
+      playback.close();
       const close = { code, reason: reason.toString('utf8'), byServer: !stoppedByUs };
       opts.onClose?.(close);
       resolve(close);
@@ -263,18 +234,18 @@ export function connectTwilioMedia(opts: TwilioMediaClientOptions): TwilioMediaC
     opened,
     closed,
     received,
-    audio,
-    marks,
+    audio: playback.audio,
+    marks: playback.marks,
     returnedMarks,
     invalid,
     get clears() {
-      return clears;
+      return playback.clears;
     },
     get framesSent() {
       return framesSent;
     },
     receivedAudio() {
-      return new Uint8Array(Buffer.concat(audio));
+      return new Uint8Array(Buffer.concat(playback.audio));
     },
     sendDtmf(digit) {
       send({ event: 'dtmf', streamSid, sequenceNumber: nextSeq(), dtmf: { track: 'inbound_track', digit } });
