@@ -105,6 +105,3 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     mediaEngine: e.MEDIA_ENGINE,
   };
 }
-
-/** The variables a README table documents, with their defaults. */
-export const configVariables = Object.keys(envSchema.shape);

@@ -55,34 +55,24 @@ export function createIntegrationsRepo(db: Db, secrets: SecretBox) {
   );
 
   const cols = 'kind, config, secret, created_at, updated_at';
-  const byNumber = {
+  // The same three statements per target column; the partial unique index on that
+  // column is the conflict target, and the account check keeps an upsert from ever
+  // touching another account's row.
+  const statementsOn = (column: 'phone_number' | 'agent_id') => ({
     get: db.prepare<[string, string, IntegrationKind], IntegrationDbRow>(
-      `SELECT ${cols} FROM integrations WHERE account_id = ? AND phone_number = ? AND kind = ?`,
+      `SELECT ${cols} FROM integrations WHERE account_id = ? AND ${column} = ? AND kind = ?`,
     ),
-    // The partial unique index is the conflict target; the account check keeps an
-    // upsert from ever touching another account's row.
     put: db.prepare(
-      `INSERT INTO integrations (account_id, kind, phone_number, config, secret, created_at, updated_at)
+      `INSERT INTO integrations (account_id, kind, ${column}, config, secret, created_at, updated_at)
        VALUES (@accountId, @kind, @key, @config, @secret, @now, @now)
-       ON CONFLICT (phone_number, kind) WHERE phone_number IS NOT NULL
+       ON CONFLICT (${column}, kind) WHERE ${column} IS NOT NULL
        DO UPDATE SET config = excluded.config, secret = excluded.secret, updated_at = excluded.updated_at
        WHERE integrations.account_id = excluded.account_id`,
     ),
-    remove: db.prepare('DELETE FROM integrations WHERE account_id = ? AND phone_number = ? AND kind = ?'),
-  };
-  const byAgent = {
-    get: db.prepare<[string, string, IntegrationKind], IntegrationDbRow>(
-      `SELECT ${cols} FROM integrations WHERE account_id = ? AND agent_id = ? AND kind = ?`,
-    ),
-    put: db.prepare(
-      `INSERT INTO integrations (account_id, kind, agent_id, config, secret, created_at, updated_at)
-       VALUES (@accountId, @kind, @key, @config, @secret, @now, @now)
-       ON CONFLICT (agent_id, kind) WHERE agent_id IS NOT NULL
-       DO UPDATE SET config = excluded.config, secret = excluded.secret, updated_at = excluded.updated_at
-       WHERE integrations.account_id = excluded.account_id`,
-    ),
-    remove: db.prepare('DELETE FROM integrations WHERE account_id = ? AND agent_id = ? AND kind = ?'),
-  };
+    remove: db.prepare(`DELETE FROM integrations WHERE account_id = ? AND ${column} = ? AND kind = ?`),
+  });
+  const byNumber = statementsOn('phone_number');
+  const byAgent = statementsOn('agent_id');
   const statementsFor = (t: IntegrationTarget) => ('phoneNumber' in t ? { s: byNumber, key: t.phoneNumber } : { s: byAgent, key: t.agentId });
 
   const insertFunction = db.prepare(

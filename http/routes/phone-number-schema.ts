@@ -2,7 +2,7 @@
 // stored row into the API's number object (credentials never leave storage this way).
 import { z } from 'zod';
 import { isoTime, pagination } from '../schemas.ts';
-import type { PhoneNumberRow } from '../../storage/phone-numbers.ts';
+import { settingsOf, type PhoneNumberRow } from '../../storage/phone-numbers.ts';
 
 export const CUSTOM_PROMPT_MAX = 8000;
 export const SMS_PROMPT_MAX = 20000;
@@ -129,42 +129,32 @@ export const listResponse = z.object({
   offset: z.number().int().optional().meta({ description: 'Present when the request paginated (sent limit or offset).' }),
 });
 
-const nullableBool = (v: number | null): boolean | null => (v === null ? null : v === 1);
-
+/** The full number object: identity, the settings as the repository reads them, times. */
 export function numberView(r: PhoneNumberRow): z.infer<typeof numberObject> {
+  const { agent_id, ...settings } = settingsOf(r);
   return {
     phone_number: r.phone_number,
-    agent_id: r.agent_id,
+    agent_id,
     provider: r.provider,
     source: r.source,
     carrier_number_sid: r.carrier_number_sid,
-    inbound_enabled: r.inbound_enabled === 1,
-    outbound_enabled: r.outbound_enabled === 1,
-    custom_prompt: r.custom_prompt,
-    voice_id: r.voice_id,
-    sms_reply_enabled: r.sms_reply_enabled === 1,
-    sms_prompt: r.sms_prompt,
-    web_prompt: r.web_prompt,
-    speaking_rate: r.speaking_rate,
-    dtmf_enabled: nullableBool(r.dtmf_enabled),
-    record_call: nullableBool(r.record_call),
-    voicemail_leave_enabled: nullableBool(r.voicemail_leave_enabled),
-    voicemail_message: r.voicemail_message,
+    ...settings,
     created_at: isoTime(r.created_at),
     updated_at: isoTime(r.updated_at),
   };
 }
 
 export function listItemView(r: PhoneNumberRow): z.infer<typeof listItem> {
+  const v = numberView(r);
   return {
-    phone_number: r.phone_number,
-    agent_id: r.agent_id,
-    provider: r.provider,
-    source: r.source,
-    carrier_number_sid: r.carrier_number_sid,
-    inbound_enabled: r.inbound_enabled === 1,
-    outbound_enabled: r.outbound_enabled === 1,
-    custom_prompt: r.custom_prompt,
-    created_at: isoTime(r.created_at),
+    phone_number: v.phone_number,
+    agent_id: v.agent_id,
+    provider: v.provider,
+    source: v.source,
+    carrier_number_sid: v.carrier_number_sid,
+    inbound_enabled: v.inbound_enabled,
+    outbound_enabled: v.outbound_enabled,
+    custom_prompt: v.custom_prompt,
+    created_at: v.created_at,
   };
 }

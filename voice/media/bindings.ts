@@ -25,6 +25,3 @@ export interface MediaBindings {
    */
   claim(provider: MediaProvider, token: string, at: number): MediaBinding | null;
 }
-
-/** Accepts no stream: what a service without call actors answers every socket with. */
-export const noMediaBindings: MediaBindings = { claim: () => null };
