@@ -35,6 +35,9 @@ const envSchema = z.object({
   RATE_LIMIT_WRITES_PER_MIN: int(1, 100_000_000).default(120),
   KEY_CREATION_PER_HOUR_PER_IP: int(1, 100_000_000).default(10),
   MAX_BODY_BYTES: int(1024, 64 * 1024 * 1024).default(5 * 1024 * 1024),
+  // All request bodies being read at once share this bound, so slow or abusive uploads
+  // cannot take the process's memory; beyond it requests get 503 with Retry-After.
+  MAX_INFLIGHT_BODY_BYTES: int(1024, 4 * 1024 * 1024 * 1024).default(64 * 1024 * 1024),
   // Behind a reverse proxy the client address is the first X-Forwarded-For entry;
   // trusting it without a proxy would let any client pick its own rate-limit bucket.
   TRUST_PROXY: bool.default(false),
@@ -59,6 +62,7 @@ export interface Config {
   callStartedDelayMs: number;
   rateLimits: { readsPerMin: number; writesPerMin: number; keyCreationPerHourPerIp: number };
   maxBodyBytes: number;
+  maxInflightBodyBytes: number;
   trustProxy: boolean;
   shutdownGraceMs: number;
   /** What talks on a call's media stream: `listen` (silent) or `echo` (line test). */
@@ -80,6 +84,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`Invalid configuration:\n  ${lines.join('\n  ')}`);
   }
   const e = parsed.data;
+  if (e.MAX_INFLIGHT_BODY_BYTES < e.MAX_BODY_BYTES) {
+    throw new ConfigError('Invalid configuration:\n  MAX_INFLIGHT_BODY_BYTES: must be at least MAX_BODY_BYTES, or no body of the largest allowed size could ever be read');
+  }
   const publicBase = e.PUBLIC_BASE_URL ?? `http://localhost:${e.PORT}`;
   return {
     port: e.PORT,
@@ -100,6 +107,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       keyCreationPerHourPerIp: e.KEY_CREATION_PER_HOUR_PER_IP,
     },
     maxBodyBytes: e.MAX_BODY_BYTES,
+    maxInflightBodyBytes: e.MAX_INFLIGHT_BODY_BYTES,
     trustProxy: e.TRUST_PROXY,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
     mediaEngine: e.MEDIA_ENGINE,

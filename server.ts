@@ -12,7 +12,7 @@ import { Metrics } from './http/metrics.ts';
 import { createPipeline } from './http/pipeline.ts';
 import { allRoutes } from './http/routes/index.ts';
 import { startHttpServer, type HttpServer } from './http/uws-adapter.ts';
-import { registerMediaSockets, type MediaSockets } from './http/media-ws.ts';
+import { registerMediaSockets, type MediaSocketDeps, type MediaSockets } from './http/media-ws.ts';
 import type { MediaBindings } from './voice/media/bindings.ts';
 import { selectEngine } from './voice/engine/engine.ts';
 import type { AppDeps } from './http/deps.ts';
@@ -39,6 +39,11 @@ export interface StartOptions {
    * without call setup).
    */
   mediaBindings?: MediaBindings;
+  /**
+   * Limits on media sockets that have not claimed a call yet (http/media-ws.ts): how long
+   * one may wait (default 5 s) and how many may wait at once (default 500). Tests lower them.
+   */
+  media?: Pick<MediaSocketDeps, 'unclaimedTimeoutMs' | 'maxUnclaimed'>;
 }
 
 /**
@@ -91,11 +96,16 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
     routes,
     rateLimits: config.rateLimits,
     clock,
+    maxBodyBytes: config.maxBodyBytes,
   });
   const http = await startHttpServer({
     host: config.host,
     port: config.port,
     maxBodyBytes: config.maxBodyBytes,
+    maxInflightBodyBytes: config.maxInflightBodyBytes,
+    // A refused body is read (not kept) up to twice the limit, so clients that send it
+    // whole before reading see the answer; longer ones get it with Connection: close.
+    lingerBytes: 2 * config.maxBodyBytes,
     trustProxy: config.trustProxy,
     pipeline,
     log,
@@ -106,6 +116,7 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
         clock,
         metrics,
         log,
+        ...opts.media,
       });
     },
     ...(opts.configure ? { configure: opts.configure } : {}),

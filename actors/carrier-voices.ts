@@ -13,7 +13,10 @@ export interface CarrierVoices {
   telnyxFor(row: PhoneNumberRow): TelnyxVoice;
   /** Carrier A's auth token of the number's account, for webhook signatures; null for carrier B. */
   twilioAuthToken(row: PhoneNumberRow): string | null;
-  /** Carrier B's Ed25519 public key of the number's account, when the customer gave one. */
+  /**
+   * Carrier B's Ed25519 public key of the number's account; null for a carrier A number and
+   * for one imported before the key was required (whose events are then refused).
+   */
   telnyxPublicKey(row: PhoneNumberRow): string | null;
 }
 
@@ -36,7 +39,7 @@ export function createCarrierVoices(numbers: PhoneNumbersRepo, config: Pick<Conf
     },
     telnyxPublicKey(row) {
       const c = numbers.openCredentials(row);
-      return c.provider === 'telnyx' ? c.public_key : null;
+      return c.provider === 'telnyx' && typeof c.public_key === 'string' && c.public_key !== '' ? c.public_key : null;
     },
   };
 }

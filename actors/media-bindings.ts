@@ -2,6 +2,8 @@
 // one-time token is claimed in the call's row (cleared as it is read, so a second
 // socket with the same token finds nothing), and the stream's coarse events go to the
 // call's actor through the supervisor, parsed with the event schema on the way.
+// `expects` is the same look-up without the claim: carrier B's websocket upgrade asks it,
+// so an unknown URL token is refused before a socket exists and a known one stays claimable.
 import type { Logger } from 'pino';
 import type { CallsRepo } from '../storage/calls.ts';
 import type { CallContext } from '../machines/call-outcome.ts';
@@ -35,6 +37,10 @@ export function createMediaBindings(calls: CallsRepo, targets: BindingTargets, l
           }
         },
       };
+    },
+    expects(provider, token): boolean {
+      const id = calls.mediaTokenHolder(provider, token);
+      return id !== null && targets.isLive(id);
     },
   };
 }

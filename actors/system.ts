@@ -259,6 +259,15 @@ export function createCallSystem(deps: CallSystemDeps) {
       const id = byCarrierId.get(carrierCallId);
       return id !== undefined && live.get(id)?.accountId === accountId ? id : null;
     },
+    /**
+     * The live call with this carrier id, whichever account it is on: a carrier B
+     * application's one webhook URL carries the events of every number on it, so the
+     * caller must check the call's account and number before trusting the event.
+     */
+    findAnyByCarrierCallId(carrierCallId: string): string | null {
+      const id = byCarrierId.get(carrierCallId);
+      return id !== undefined && live.has(id) ? id : null;
+    },
     mediaTokenOf: effectDeps.mediaTokenOf,
     promptOf: (id: string): string | undefined => prompts.get(id),
     /**

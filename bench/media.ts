@@ -8,6 +8,9 @@
 // step is repeated against a bare uWS echo socket on the same server (no codec, no
 // session) as the floor this machine allows, and reports the machine's CPU steal.
 // BENCH_SERVER_ARGS passes node flags to the server (e.g. `--cpu-prof --trace-gc`).
+// Then the probe of issue 11: 2,000 websockets that never send a token, against the
+// default limits (closed 5 s after the upgrade, at most 500 waiting, the rest refused
+// with 503), timed until the last is closed, while the streams above stay open.
 import { execFileSync, fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
@@ -22,6 +25,8 @@ export interface MediaBenchOptions {
   steps: number[];
   /** A step passes when its echo p99 is under this and it lost no frame. */
   p99LimitMs: number;
+  /** Silent sockets to open after the ramp (0: none). */
+  unclaimedProbe: number;
 }
 
 interface Measure {
@@ -228,6 +233,74 @@ class Pool {
   }
 }
 
+interface ProbeResult {
+  admitted: number;
+  /** Upgrades answered with an HTTP status instead, by status. */
+  refused: Map<number, number>;
+  /** Admitted sockets closed by the server, by close code. */
+  closes: Map<number, number>;
+  /** Admitted sockets open at once, at most (seen from this side). */
+  peakOpen: number;
+  /** Longest time from an admitted socket's open to its close, ms. */
+  maxLifeMs: number;
+  /** From the first upgrade until every probe socket was refused or closed, ms. */
+  totalMs: number;
+}
+
+/**
+ * Opens `n` media sockets that never send anything, 200 handshakes at a time, and waits
+ * for the server to get rid of every one: refused at the upgrade or closed after it.
+ */
+async function probeUnclaimed(url: string, n: number, giveUpMs: number): Promise<ProbeResult> {
+  const refused = new Map<number, number>();
+  const closes = new Map<number, number>();
+  let open = 0;
+  let peakOpen = 0;
+  let admitted = 0;
+  let maxLifeMs = 0;
+  const sockets: WebSocket[] = [];
+  const one = (): Promise<void> =>
+    new Promise((resolve) => {
+      const ws = new WebSocket(url, { perMessageDeflate: false });
+      sockets.push(ws);
+      let openedAt = 0;
+      ws.once('unexpected-response', (req, res) => {
+        refused.set(res.statusCode ?? 0, (refused.get(res.statusCode ?? 0) ?? 0) + 1);
+        req.destroy();
+        resolve();
+      });
+      ws.once('open', () => {
+        openedAt = performance.now();
+        admitted++;
+        peakOpen = Math.max(peakOpen, ++open);
+      });
+      ws.once('close', (code) => {
+        if (openedAt > 0) {
+          open--;
+          maxLifeMs = Math.max(maxLifeMs, performance.now() - openedAt);
+          closes.set(code, (closes.get(code) ?? 0) + 1);
+        }
+        resolve();
+      });
+      ws.once('error', () => resolve());
+    });
+  const t0 = performance.now();
+  const all: Promise<void>[] = [];
+  for (let i = 0; i < n; i += 200) {
+    const batch = Array.from({ length: Math.min(200, n - i) }, one);
+    all.push(...batch);
+    await Promise.race([Promise.all(batch), new Promise((r) => setTimeout(r, 100))]);
+  }
+  let giveUp: NodeJS.Timeout | undefined;
+  const settled = await Promise.race([Promise.all(all).then(() => true), new Promise<false>((r) => (giveUp = setTimeout(() => r(false), giveUpMs)))]);
+  clearTimeout(giveUp);
+  const totalMs = settled ? performance.now() - t0 : Infinity;
+  for (const ws of sockets) ws.terminate();
+  return { admitted, refused, closes, peakOpen, maxLifeMs, totalMs };
+}
+
+const tally = (m: Map<number, number>): string => [...m].map(([k, v]) => `${v} × ${k}`).join(', ') || 'none';
+
 const COLUMNS: [string, number][] = [
   ['streams', 8],
   ['p50 ms', 7],
@@ -256,6 +329,29 @@ export async function runMediaBench(o: MediaBenchOptions): Promise<void> {
   const bare = new Pool(`ws://127.0.0.1:${port}/bench/echo`, child.pid!, hz);
   const results: { n: number; m: Measure }[] = [];
   try {
+    if (o.steps.length > 0) await ramp();
+    if (o.unclaimedProbe > 0) {
+      const n = o.unclaimedProbe;
+      // Calls that must not notice: the ramp's streams, or 50 claimed ones without a ramp.
+      if (media.streams.length === 0) await media.grow(50);
+      const streams = media.streams.length;
+      const p = await probeUnclaimed(`ws://127.0.0.1:${port}/carrier/twilio/media`, n, 60_000);
+      const still = media.streams.filter((s) => s.ws.readyState === WebSocket.OPEN).length;
+      console.log(
+        `\nUnclaimed probe (${n} silent carrier-A sockets, default limits: closed 5 s after the upgrade, 500 waiting at most): ` +
+          `${p.admitted} admitted, refused: ${tally(p.refused)}; closed by the server: ${tally(p.closes)}; peak open ${p.peakOpen}; ` +
+          `longest open→close ${(p.maxLifeMs / 1000).toFixed(2)} s; all ${n} refused or closed ${Number.isFinite(p.totalMs) ? `${(p.totalMs / 1000).toFixed(2)} s` : 'NOT within 60 s'} after the first upgrade` +
+          (streams > 0 ? `; claimed streams still open: ${still} of ${streams}` : ''),
+      );
+    }
+  } finally {
+    media.close();
+    bare.close();
+    child.send('stop');
+    await new Promise((r) => child.once('exit', r));
+  }
+
+  async function ramp(): Promise<void> {
     // Warm-up: JIT and heap growth on both sides, both paths.
     await media.grow(50);
     await bare.grow(50);
@@ -298,10 +394,5 @@ export async function runMediaBench(o: MediaBenchOptions): Promise<void> {
     } else {
       console.log(`\nno step met p99 < ${o.p99LimitMs} ms without loss`);
     }
-  } finally {
-    media.close();
-    bare.close();
-    child.send('stop');
-    await new Promise((r) => child.once('exit', r));
   }
 }

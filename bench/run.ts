@@ -1,21 +1,23 @@
 // `npm run bench`: the long benchmarks, kept out of CI. BENCH_SECONDS and BENCH_ROUNDS
-// trade time for steadier medians; BENCH_ONLY=http|media runs one of them;
+// trade time for steadier medians; BENCH_ONLY=http|media runs one of them, and
+// BENCH_ONLY=unclaimed only the media bench's probe of 2,000 silent sockets;
 // BENCH_MEDIA_SECONDS sets the length of each media step.
 import { runHttpBench } from './http.ts';
 import { runMediaBench } from './media.ts';
 
 const only = process.env['BENCH_ONLY'];
-if (only !== undefined && only !== 'http' && only !== 'media') throw new Error('BENCH_ONLY must be http or media');
+if (only !== undefined && only !== 'http' && only !== 'media' && only !== 'unclaimed') throw new Error('BENCH_ONLY must be http, media or unclaimed');
 
 const seconds = Number(process.env['BENCH_SECONDS'] ?? 5);
 const rounds = Number(process.env['BENCH_ROUNDS'] ?? 3);
 const connections = Number(process.env['BENCH_CONNECTIONS'] ?? 50);
 
-if (only !== 'media') await runHttpBench({ seconds, rounds, connections });
+if (only === undefined || only === 'http') await runHttpBench({ seconds, rounds, connections });
 if (only !== 'http') {
   await runMediaBench({
     seconds: Number(process.env['BENCH_MEDIA_SECONDS'] ?? 5),
-    steps: [50, 100, 200, 300, 400, 500, 600, 800, 1000],
+    steps: only === 'unclaimed' ? [] : [50, 100, 200, 300, 400, 500, 600, 800, 1000],
     p99LimitMs: 5,
+    unclaimedProbe: 2000,
   });
 }

@@ -34,6 +34,8 @@ export const ERRORS = {
   invalid_json: bad('The request body is not valid JSON.'),
   invalid_content_type: bad('Send Content-Type: application/json with a JSON body.'),
   payload_too_large: { type: 'invalid_request', status: 413, message: 'The request body is larger than the 5 MiB limit.' },
+  invalid_path: bad('The path is not in canonical form. Use single slashes, no "." or ".." segments and no encoded slashes.'),
+  malformed_request: bad('The request framing is ambiguous (conflicting Content-Length headers, or a Transfer-Encoding other than chunked). Send one Content-Length, or Transfer-Encoding: chunked alone.'),
   invalid_request: bad('The request is not valid.'),
   missing_field: bad('A required field is missing.'),
   unknown_field: bad('The body has a field this endpoint does not accept.'),
@@ -113,6 +115,7 @@ export const ERRORS = {
   function_exists: { type: 'conflict', status: 409, message: 'A custom function with this name already exists on this number.' },
   function_not_found: missing('No custom function with this id on this number.'),
 
+  server_busy: { type: 'server_error', status: 503, message: 'The server is holding as much request data as it allows right now. Retry after the number of seconds in Retry-After.' },
   server_error: { type: 'server_error', status: 500, message: 'Something went wrong on our side. The request changed nothing; it is safe to retry.' },
 } as const satisfies Record<string, ErrorSpec>;
 

@@ -38,6 +38,11 @@ class TestBindings implements MediaBindings {
     this.pending.delete(token);
     return p.binding;
   }
+
+  /** What the upgrade of a carrier-B socket asks: a look, not a claim. */
+  expects(provider: MediaProvider, token: string): boolean {
+    return this.pending.get(token)?.provider === provider;
+  }
 }
 
 interface Client {
@@ -48,8 +53,9 @@ interface Client {
   waitForMessages(n: number): Promise<void>;
 }
 
-async function connect(url: string): Promise<Client> {
+async function connect(url: string, onSocket?: (ws: WebSocket) => void): Promise<Client> {
   const ws = new WebSocket(url, { perMessageDeflate: false });
+  onSocket?.(ws);
   const messages: Record<string, any>[] = [];
   const waiters: (() => void)[] = [];
   ws.on('message', (data) => {
@@ -78,6 +84,50 @@ async function connect(url: string): Promise<Client> {
     },
   };
 }
+
+interface Refusal {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+/** Opens a media socket, or reports how the server refused the upgrade (HTTP status, headers, body). */
+async function attempt(url: string): Promise<Client | Refusal> {
+  let refused!: (r: Refusal) => void;
+  const refusal = new Promise<Refusal>((resolve) => (refused = resolve));
+  const opened = connect(url, (ws) =>
+    ws.once('unexpected-response', (req, res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        refused({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString() });
+        req.destroy();
+      });
+    }),
+  );
+  return Promise.race([opened, refusal]);
+}
+
+const isRefusal = (r: Client | Refusal): r is Refusal => 'status' in r;
+
+/** Rejects when `p` has not settled within `ms`: a socket the server keeps open fails the test instead of hanging it. */
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${what}: still pending after ${ms} ms`)), ms);
+    p.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
+}
+
+const gaugeOf = (text: string, name: string): number => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1] ?? NaN);
 
 async function until(check: () => boolean, what: string): Promise<void> {
   const deadline = Date.now() + 5000;
@@ -224,15 +274,21 @@ describe('carrier media websockets', () => {
     expect(bindings.claims.at(-1)).toEqual({ provider: 'twilio', token: 'tok_never_issued', at: NOW });
   });
 
-  it('carrier B: an unknown or missing URL token is closed with 1008 and echoes nothing', async () => {
-    for (const url of [`${wsBase}/carrier/telnyx/media?token=tok_never_issued`, `${wsBase}/carrier/telnyx/media`]) {
-      const c = await connect(url);
-      c.send(telnyxMsg.connected);
-      c.send(telnyxMsg.start);
-      c.send(telnyxMsg.media(1));
-      expect(await c.closed).toMatchObject({ code: 1008 });
-      expect(c.messages).toEqual([]);
-    }
+  it('carrier B: an unknown URL token is refused at the upgrade with 403, before any socket exists', async () => {
+    const refused = await attempt(`${wsBase}/carrier/telnyx/media?token=tok_never_issued`);
+    if (!isRefusal(refused)) refused.ws.terminate();
+    expect(refused).toMatchObject({ status: 403, body: 'unknown or used media token' });
+    // Checked, not claimed: the look-up at the upgrade spends no token.
+    expect(bindings.claims.filter((x) => x.token === 'tok_never_issued' && x.provider === 'telnyx')).toEqual([]);
+  });
+
+  it('carrier B: a missing URL token is closed with 1008 at start and echoes nothing', async () => {
+    const c = await connect(`${wsBase}/carrier/telnyx/media`);
+    c.send(telnyxMsg.connected);
+    c.send(telnyxMsg.start);
+    c.send(telnyxMsg.media(1));
+    expect(await c.closed).toMatchObject({ code: 1008 });
+    expect(c.messages).toEqual([]);
   });
 
   it('a token works once: a second stream with it is closed with 1008 while the first keeps streaming', async () => {
@@ -328,12 +384,14 @@ describe('media websockets at shutdown', () => {
       c.send(telnyxMsg.start);
       c.send(telnyxMsg.media(1));
       await c.waitForMessages(1);
+      const waiting = await connect(`ws://127.0.0.1:${server.port}/carrier/twilio/media`);
       await server.stop();
       expect(call.events).toEqual([
         { type: 'MEDIA.STARTED', at: NOW },
         { type: 'MEDIA.STOPPED', at: NOW },
       ]);
       expect(await c.closed).toEqual({ code: 1001, reason: 'server shutting down' });
+      expect(await waiting.closed).toEqual({ code: 1001, reason: 'server shutting down' });
     } finally {
       await server.close();
     }
@@ -359,4 +417,189 @@ describe('media websockets at shutdown', () => {
       await server.close();
     }
   });
+});
+
+describe('media sockets that present no token in time', () => {
+  // Lowered from the 5 s default so the suite stays quick; the cap is lowered too.
+  const REAP_MS = 500;
+  const CAP = 20;
+  const MEDIA_A = '/carrier/twilio/media';
+  let server: TestServer;
+  let wsBase: string;
+  const bindings = new TestBindings();
+  const metrics = async (): Promise<string> => (await server.request('GET', '/metrics')).text;
+
+  beforeAll(async () => {
+    server = await startTestServer({ MEDIA_ENGINE: 'echo' }, { mediaBindings: bindings, clock: () => NOW, media: { unclaimedTimeoutMs: REAP_MS, maxUnclaimed: CAP } });
+    wsBase = `ws://127.0.0.1:${server.port}`;
+  });
+  afterAll(async () => {
+    await server.close();
+  });
+
+  it('a socket that never claims a call is closed with 1008 within the bound, even one sending `connected` every 50 ms; a claimed one beside it streams on', async () => {
+    const rejected = gaugeOf(await metrics(), 'switchboard_media_rejected_total');
+    const t0 = performance.now();
+    const silent = await connect(`${wsBase}${MEDIA_A}`);
+    const chatty = await connect(`${wsBase}${MEDIA_A}`);
+    const noToken = await connect(`${wsBase}/carrier/telnyx/media`);
+    const call = bindings.issue('twilio');
+    const claimed = await connect(`${wsBase}${MEDIA_A}`);
+    claimed.send(twilioMsg.connected);
+    claimed.send(twilioMsg.start(call.token));
+    // Never idle (so no ping is needed) and never over the before-start message limit.
+    const keepBusy = setInterval(() => chatty.send(twilioMsg.connected), 50);
+    try {
+      const closes = await within(
+        Promise.all([silent, chatty, noToken].map((c) => c.closed.then((x) => ({ ...x, afterMs: performance.now() - t0 })))),
+        REAP_MS + 3000,
+        'unclaimed sockets closed',
+      );
+      for (const c of closes) {
+        expect(c).toMatchObject({ code: 1008, reason: 'no media token within 500 ms' });
+        expect(c.afterMs).toBeGreaterThanOrEqual(REAP_MS);
+        expect(c.afterMs).toBeLessThan(REAP_MS + 1500);
+      }
+    } finally {
+      clearInterval(keepBusy);
+    }
+    // The claimed stream is now past the bound and unaffected.
+    await new Promise((r) => setTimeout(r, REAP_MS));
+    claimed.send(twilioMsg.media(1));
+    await claimed.waitForMessages(1);
+    expect(claimed.messages).toEqual([{ event: 'media', streamSid: STREAM_SID, media: { payload: framePayload(1) } }]);
+    expect(call.events).toEqual([{ type: 'MEDIA.STARTED', at: NOW }]);
+    const text = await metrics();
+    expect(gaugeOf(text, 'switchboard_media_rejected_total')).toBe(rejected + 3);
+    expect(gaugeOf(text, 'switchboard_media_unclaimed')).toBe(0);
+    expect(gaugeOf(text, 'switchboard_media_streams')).toBe(1);
+    claimed.ws.close(1000);
+    await claimed.closed;
+  });
+
+  it('streams that claim their call within the bound, right away or late, are never reaped', async () => {
+    const a = bindings.issue('twilio');
+    const b = bindings.issue('telnyx');
+    const early = await connect(`${wsBase}${MEDIA_A}`);
+    early.send(twilioMsg.start(a.token));
+    const late = await connect(`${wsBase}/carrier/telnyx/media?token=${b.token}`);
+    await new Promise((r) => setTimeout(r, REAP_MS / 5));
+    late.send(telnyxMsg.start);
+    await new Promise((r) => setTimeout(r, 2 * REAP_MS));
+    early.send(twilioMsg.media(1));
+    late.send(telnyxMsg.media(1));
+    await early.waitForMessages(1);
+    await late.waitForMessages(1);
+    expect(early.ws.readyState).toBe(WebSocket.OPEN);
+    expect(late.ws.readyState).toBe(WebSocket.OPEN);
+    expect(a.events).toEqual([{ type: 'MEDIA.STARTED', at: NOW }]);
+    expect(b.events).toEqual([{ type: 'MEDIA.STARTED', at: NOW }]);
+    early.ws.close(1000);
+    late.ws.close(1000);
+    await Promise.all([early.closed, late.closed]);
+  });
+
+  it('at most the cap wait unclaimed: more upgrades get 503 with Retry-After until those are reaped; an expected carrier-B token is let in even then', async () => {
+    const refusedBefore = gaugeOf(await metrics(), 'switchboard_media_refused_total');
+    const waiting = await Promise.all(Array.from({ length: CAP }, () => connect(`${wsBase}${MEDIA_A}`)));
+    const extra = await within(Promise.all(Array.from({ length: 5 }, () => attempt(`${wsBase}${MEDIA_A}`))), 3000, 'upgrades over the cap');
+    for (const r of extra) {
+      if (!isRefusal(r)) r.ws.terminate();
+      expect(r).toMatchObject({ status: 503, headers: { 'retry-after': '1' }, body: 'too many media sockets waiting for a token, retry later' });
+    }
+    expect(gaugeOf(await metrics(), 'switchboard_media_unclaimed')).toBe(CAP);
+
+    const call = bindings.issue('telnyx');
+    const expected = await attempt(`${wsBase}/carrier/telnyx/media?token=${call.token}`);
+    if (isRefusal(expected)) throw new Error(`expected carrier-B stream refused: ${expected.status}`);
+    expected.send(telnyxMsg.start);
+    expected.send(telnyxMsg.media(1));
+    await expected.waitForMessages(1);
+    expect(call.events).toEqual([{ type: 'MEDIA.STARTED', at: NOW }]);
+
+    const closes = await within(Promise.all(waiting.map((c) => c.closed)), REAP_MS + 3000, 'waiting sockets reaped');
+    expect(new Set(closes.map((c) => c.code))).toEqual(new Set([1008]));
+    const again = await attempt(`${wsBase}${MEDIA_A}`);
+    if (isRefusal(again)) throw new Error(`refused after the reap: ${again.status}`);
+    const text = await metrics();
+    expect(gaugeOf(text, 'switchboard_media_refused_total')).toBe(refusedBefore + 5);
+    expect(gaugeOf(text, 'switchboard_media_unclaimed')).toBe(1);
+    again.ws.close(1000);
+    expected.ws.close(1000);
+    await Promise.all([again.closed, expected.closed]);
+  });
+});
+
+describe('media sockets against the call supervisor', () => {
+  it('carrier B: a URL token that no call holds is refused at the upgrade with 403 and counted as rejected', async () => {
+    const server = await startTestServer();
+    try {
+      const r = await attempt(`ws://127.0.0.1:${server.port}/carrier/telnyx/media?token=mt_${'x'.repeat(40)}`);
+      if (!isRefusal(r)) r.ws.terminate();
+      expect(r).toMatchObject({ status: 403, body: 'unknown or used media token' });
+      const metrics = await server.request('GET', '/metrics');
+      expect(gaugeOf(metrics.text, 'switchboard_media_rejected_total')).toBe(1);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('the probe of issue 11: 2,000 silent media sockets', () => {
+  it('each is refused with 503 or closed with 1008 within the bound + slack of its open; no more than the cap are open at once', async () => {
+    const N = 2000;
+    const CAP = 500; // the default
+    const REAP_MS = 2000;
+    const SLACK_MS = 1500;
+    const server = await startTestServer({}, { mediaBindings: new TestBindings(), media: { unclaimedTimeoutMs: REAP_MS } });
+    const url = `ws://127.0.0.1:${server.port}/carrier/twilio/media`;
+    let open = 0;
+    let peak = 0;
+    type Outcome = { refused: number } | { openedAt: number; closedAt: number; code: number };
+    const probe = (): Promise<Outcome> =>
+      new Promise((resolve, reject) => {
+        const ws = new WebSocket(url, { perMessageDeflate: false });
+        let openedAt = 0;
+        ws.once('unexpected-response', (req, res) => {
+          req.destroy();
+          resolve({ refused: res.statusCode ?? 0 });
+        });
+        ws.once('open', () => {
+          openedAt = performance.now();
+          peak = Math.max(peak, ++open);
+        });
+        ws.once('close', (code) => {
+          open--;
+          resolve({ openedAt, closedAt: performance.now(), code });
+        });
+        ws.once('error', reject);
+      });
+    try {
+      const t0 = performance.now();
+      const outcomes: Promise<Outcome>[] = [];
+      // 200 handshakes in flight at a time: the listen backlog, not the server, would refuse more.
+      for (let i = 0; i < N; i += 200) {
+        const batch = Array.from({ length: 200 }, probe);
+        outcomes.push(...batch);
+        await Promise.race([Promise.all(batch), new Promise((r) => setTimeout(r, 100))]);
+      }
+      const all = await within(Promise.all(outcomes), 30_000, '2,000 probes settled');
+      const tEnd = performance.now();
+      const refused = all.filter((o): o is { refused: number } => 'refused' in o);
+      const reaped = all.filter((o): o is { openedAt: number; closedAt: number; code: number } => 'code' in o);
+      const life = reaped.map((o) => o.closedAt - o.openedAt).sort((x, y) => x - y);
+      console.log(
+        `2,000 silent media sockets (reap bound ${REAP_MS} ms, cap ${CAP}): ${reaped.length} admitted and closed with 1008, ${refused.length} refused; ` +
+          `open→close min ${life[0]?.toFixed(0)} ms, max ${life.at(-1)?.toFixed(0)} ms; peak open ${peak}; all closed ${(tEnd - t0).toFixed(0)} ms after the first upgrade`,
+      );
+      expect(refused.length + reaped.length).toBe(N);
+      expect(new Set(refused.map((o) => o.refused))).toEqual(new Set([503]));
+      expect(new Set(reaped.map((o) => o.code))).toEqual(new Set([1008]));
+      expect(reaped.length).toBeGreaterThanOrEqual(CAP);
+      expect(life.at(-1)!).toBeLessThan(REAP_MS + SLACK_MS);
+      expect(peak).toBeLessThanOrEqual(CAP);
+    } finally {
+      await server.close();
+    }
+  }, 60_000);
 });

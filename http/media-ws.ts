@@ -2,6 +2,14 @@
 // one media session per socket, counters for /metrics, and closing every stream on
 // shutdown. uWS rules here: `req` is only read inside `upgrade`; a socket is never
 // touched after its `close` handler ran; messages are only valid during the callback.
+//
+// Nobody signs a websocket upgrade, so a socket is "unclaimed" until its one-time token
+// claims a call (at `start`). Unclaimed sockets are bounded twice: each gets
+// `unclaimedTimeoutMs` (5 s) to claim before it is closed with 1008, by one sweep timer
+// for all of them; and while `maxUnclaimed` (500) are waiting, further upgrades are
+// answered 503 with Retry-After instead of upgraded. Carrier B's URL token is checked at
+// the upgrade (403 when no live call expects it) and, once checked, is let in past the
+// cap. Claimed sockets (calls) are untouched by either; the per-message path is unchanged.
 import type { HttpRequest, HttpResponse, TemplatedApp, us_socket_context_t, WebSocket } from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import type { EngineFactory } from '../voice/engine/engine.ts';
@@ -17,17 +25,28 @@ export interface MediaSocketDeps {
   log: Logger;
   /** Outbound audio is dropped above this backlog (default 64 KiB). */
   maxBufferedBytes?: number;
+  /** How long a socket may stay open without claiming a call (default UNCLAIMED_TIMEOUT_MS). */
+  unclaimedTimeoutMs?: number;
+  /** Unclaimed sockets above which upgrades without a checked token are refused (default MAX_UNCLAIMED). */
+  maxUnclaimed?: number;
 }
 
 export interface MediaSocketCounters extends MediaCounters {
   /** Media sockets open now. */
   live: number;
-  /** Sockets closed with 1008: no token, an unknown or used token, or no `start`. */
+  /**
+   * Sockets closed with 1008 (no token, an unknown or used token, no `start`, no claim
+   * within the bound) and carrier B upgrades refused with 403 (unknown or used URL token).
+   */
   rejected: number;
+  /** Upgrades refused with 503 because `maxUnclaimed` sockets were already waiting for a token. */
+  refused: number;
 }
 
 export interface MediaSockets {
   readonly counters: Readonly<MediaSocketCounters>;
+  /** Sockets open now that have not claimed a call yet. */
+  readonly unclaimed: number;
   /** Ends every open stream (1001); each call's actor hears MEDIA.STOPPED before this returns. */
   closeAll(): void;
 }
@@ -37,6 +56,8 @@ interface SocketData {
   /** Carrier B's token from the stream URL; carrier A's arrives in `start`. */
   token: string | undefined;
   session: MediaSession | null;
+  /** `performance.now()` at open: the sweep closes the socket if it is still unclaimed `unclaimedTimeoutMs` later. */
+  openedAt: number;
 }
 
 export const MEDIA_PATHS: Record<MediaProvider, string> = {
@@ -49,19 +70,87 @@ const MAX_BACKPRESSURE = 1024 * 1024;
 const CLOSE_GOING_AWAY = 1001;
 const CLOSE_SERVER_ERROR = 1011;
 
+/**
+ * A socket that has not claimed a call this long after its upgrade is closed with 1008.
+ * Carriers send `connected` and `start` as soon as the socket opens; 5 s is ample on a
+ * slow path and keeps a silent probe (automatic pings defeat the idle timeout) short.
+ */
+export const UNCLAIMED_TIMEOUT_MS = 5000;
+/**
+ * Unclaimed sockets at most: beyond it, upgrades without a checked token get 503. A real
+ * call's socket is unclaimed for one round trip, so a process near its ~500-call
+ * capacity has a handful waiting at a time; 500 only caps what a probe can hold open.
+ */
+export const MAX_UNCLAIMED = 500;
+
 // Decoding straight from the ArrayBuffer: one string per message, no Buffer wrapper.
 const utf8 = new TextDecoder();
 
 export function registerMediaSockets(app: TemplatedApp, deps: MediaSocketDeps): MediaSockets {
   const { log } = deps;
-  const counters: MediaSocketCounters = { live: 0, rejected: 0, framesIn: 0, framesOut: 0, dropped: 0 };
+  const counters: MediaSocketCounters = { live: 0, rejected: 0, refused: 0, framesIn: 0, framesOut: 0, dropped: 0 };
   const open = new Set<WebSocket<SocketData>>();
+  const timeoutMs = deps.unclaimedTimeoutMs ?? UNCLAIMED_TIMEOUT_MS;
+  const maxUnclaimed = deps.maxUnclaimed ?? MAX_UNCLAIMED;
+  const retryAfter = String(Math.max(1, Math.ceil(timeoutMs / 1000)));
+  const reapReason = `no media token within ${timeoutMs} ms`;
+  // Insertion order is opening order, and every socket gets the same time: the sweep
+  // stops at the first one still in time, so it costs only the sockets it closes.
+  const unclaimed = new Set<WebSocket<SocketData>>();
+  let refusedSinceSweep = 0;
+  let closing = false;
+
+  function sweep(): void {
+    const cutoff = performance.now() - timeoutMs;
+    let reaped = 0;
+    for (const ws of unclaimed) {
+      if (ws.getUserData().openedAt > cutoff) break;
+      unclaimed.delete(ws);
+      counters.rejected++;
+      reaped++;
+      ws.end(CLOSE_POLICY, reapReason);
+    }
+    // One line per sweep, not per socket: a probe must not flood the log.
+    if (reaped > 0 || refusedSinceSweep > 0) {
+      log.warn({ reaped, refused: refusedSinceSweep, unclaimed: unclaimed.size }, 'media sockets without a token closed or refused');
+      refusedSinceSweep = 0;
+    }
+  }
+  // A socket is closed at most one sweep period after its bound: each second, or a fifth of
+  // a shorter bound (so 5 to 6 s after the upgrade by default).
+  const sweeper = setInterval(sweep, Math.min(1000, Math.max(10, Math.ceil(timeoutMs / 5))));
+  sweeper.unref();
+
+  /** Answers the upgrade request itself and closes the connection: no socket, no session. */
+  function refuse(res: HttpResponse, status: string, body: string, retry: boolean): void {
+    res.writeStatus(status);
+    if (retry) res.writeHeader('Retry-After', retryAfter);
+    res.writeHeader('Content-Type', 'text/plain; charset=utf-8');
+    res.end(body, true);
+  }
+
+  /** Whether a live call expects carrier B's URL token; a failing look-up leaves the check to `start`. */
+  function expected(provider: MediaProvider, token: string): boolean | undefined {
+    if (!deps.bindings.expects) return undefined;
+    try {
+      return deps.bindings.expects(provider, token);
+    } catch (err) {
+      log.error({ err, provider }, 'media token look-up failed');
+      return undefined;
+    }
+  }
 
   deps.metrics.gauge('switchboard_media_streams', 'Carrier media websockets open now.', () => counters.live);
   deps.metrics.gauge('switchboard_media_frames_in_total', 'Caller audio messages received on started media streams.', () => counters.framesIn);
   deps.metrics.gauge('switchboard_media_frames_out_total', 'Audio messages sent to carriers.', () => counters.framesOut);
   deps.metrics.gauge('switchboard_media_frames_dropped_total', 'Outbound audio messages dropped because the media socket was backed up.', () => counters.dropped);
-  deps.metrics.gauge('switchboard_media_rejected_total', 'Media websockets closed because no expected call matched their token.', () => counters.rejected);
+  deps.metrics.gauge(
+    'switchboard_media_rejected_total',
+    'Media websockets closed with 1008 or refused with 403 because no expected call matched their token in time.',
+    () => counters.rejected,
+  );
+  deps.metrics.gauge('switchboard_media_unclaimed', 'Media websockets open now that have not claimed a call yet.', () => unclaimed.size);
+  deps.metrics.gauge('switchboard_media_refused_total', 'Media websocket upgrades refused with 503: too many sockets were waiting for a token.', () => counters.refused);
 
   function register(provider: MediaProvider): void {
     app.ws<SocketData>(MEDIA_PATHS[provider], {
@@ -71,8 +160,20 @@ export function registerMediaSockets(app: TemplatedApp, deps: MediaSocketDeps): 
       maxBackpressure: MAX_BACKPRESSURE,
       upgrade(res: HttpResponse, req: HttpRequest, context: us_socket_context_t) {
         const token = provider === 'telnyx' ? req.getQuery('token') || undefined : undefined;
+        if (closing) return refuse(res, '503 Service Unavailable', 'server shutting down', false);
+        const checked = token === undefined ? undefined : expected(provider, token);
+        if (checked === false) {
+          counters.rejected++;
+          return refuse(res, '403 Forbidden', 'unknown or used media token', false);
+        }
+        // A token a live call expects cannot be forged, so only unchecked upgrades meet the cap.
+        if (checked !== true && unclaimed.size >= maxUnclaimed) {
+          counters.refused++;
+          refusedSinceSweep++;
+          return refuse(res, '503 Service Unavailable', 'too many media sockets waiting for a token, retry later', true);
+        }
         res.upgrade<SocketData>(
-          { provider, token, session: null },
+          { provider, token, session: null, openedAt: 0 },
           req.getHeader('sec-websocket-key'),
           req.getHeader('sec-websocket-protocol'),
           req.getHeader('sec-websocket-extensions'),
@@ -83,10 +184,19 @@ export function registerMediaSockets(app: TemplatedApp, deps: MediaSocketDeps): 
         counters.live++;
         open.add(ws);
         const data = ws.getUserData();
+        data.openedAt = performance.now();
+        unclaimed.add(ws);
         data.session = createMediaSession({
           provider,
           token: data.token,
-          bindings: deps.bindings,
+          // The one claim of this socket: a binding takes it off the unclaimed set for good.
+          bindings: {
+            claim(p, t, at) {
+              const binding = deps.bindings.claim(p, t, at);
+              if (binding) unclaimed.delete(ws);
+              return binding;
+            },
+          },
           engine: deps.engine,
           clock: deps.clock,
           totals: counters,
@@ -121,6 +231,7 @@ export function registerMediaSockets(app: TemplatedApp, deps: MediaSocketDeps): 
       close(ws, code) {
         counters.live--;
         open.delete(ws);
+        unclaimed.delete(ws);
         const session = ws.getUserData().session!;
         try {
           session.close();
@@ -137,7 +248,12 @@ export function registerMediaSockets(app: TemplatedApp, deps: MediaSocketDeps): 
 
   return {
     counters,
+    get unclaimed() {
+      return unclaimed.size;
+    },
     closeAll() {
+      closing = true;
+      clearInterval(sweeper);
       for (const ws of [...open]) ws.end(CLOSE_GOING_AWAY, 'server shutting down');
     },
   };

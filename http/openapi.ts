@@ -13,6 +13,13 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Json {
   return out;
 }
 
+/** The error envelope, whose `code` is one of the registry's (the ErrorCode component). */
+function errorSchema(): Json {
+  const out = jsonSchema(errorEnvelope, 'output') as { properties: { error: { properties: Record<string, Json> } } };
+  out.properties.error.properties['code'] = { $ref: '#/components/schemas/ErrorCode' };
+  return out;
+}
+
 const MUTATION_ERRORS: ErrorCode[] = [
   'invalid_json',
   'invalid_content_type',
@@ -24,7 +31,9 @@ const MUTATION_ERRORS: ErrorCode[] = [
 
 /** Codes every route can answer with besides its own. */
 function commonErrors(r: RouteDef): ErrorCode[] {
-  const codes: ErrorCode[] = ['server_error'];
+  // Decided before routing, so every operation can answer them.
+  const codes: ErrorCode[] = ['server_error', 'invalid_path', 'malformed_request'];
+  if (r.method !== 'GET') codes.push('payload_too_large', 'server_busy');
   if (r.path.startsWith('/v1/')) codes.push('rate_limit_exceeded');
   if (r.path.startsWith('/v1/') && r.auth !== 'none') codes.push('invalid_api_key', 'key_secret_required');
   if (r.method !== 'GET' && r.path.startsWith('/v1/')) codes.push(...MUTATION_ERRORS);
@@ -119,7 +128,7 @@ export function buildOpenApi(routes: RouteDef<any, any>[], serverUrl: string): J
         apiKey: { type: 'http', scheme: 'bearer', description: 'KEY_ID:KEY_SECRET, joined by a colon.' },
       },
       schemas: {
-        Error: jsonSchema(errorEnvelope, 'output'),
+        Error: errorSchema(),
         ErrorCode: {
           type: 'string',
           enum: ERROR_CODES,

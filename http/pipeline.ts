@@ -1,6 +1,8 @@
-// The request pipeline, free of uWS: route → authenticate → rate limit → body limit →
-// idempotency → content type and JSON → validation → handler → envelope. Every /v1
-// response carries X-RateLimit-* headers; every response carries X-Request-Id.
+// The request pipeline, free of uWS, in two steps. `begin` runs on the request line and
+// headers alone: canonical path → route → authenticate → rate limit → declared body
+// size. Only a request it admits has its body read; `complete` then runs idempotency →
+// content type and JSON → validation → handler → envelope. Every /v1 response carries
+// X-RateLimit-* headers; every response carries X-Request-Id.
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Storage } from '../storage/index.ts';
@@ -10,18 +12,19 @@ import { Router } from './router.ts';
 import type { HandlerContext, HandlerResult, RouteDef } from './route.ts';
 import type { Authenticator, AuthContext } from './auth.ts';
 import { parseWith } from './validation.ts';
+import { canonicalPath } from './canonical-path.ts';
+import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from './json-depth.ts';
 import type { Metrics } from './metrics.ts';
 import { createRequestLog } from './request-log.ts';
 
 export interface RawRequest {
   method: string;
+  /** As received; `begin` replaces it with its canonical form. */
   path: string;
   query: string;
   /** Lower-cased names. */
   headers: Record<string, string>;
   ip: string;
-  body: Buffer | null;
-  bodyTooLarge: boolean;
 }
 
 export interface RawResponse {
@@ -38,6 +41,8 @@ export interface PipelineDeps {
   routes: RouteDef<any, any>[];
   rateLimits: { readsPerMin: number; writesPerMin: number; keyCreationPerHourPerIp: number };
   clock: () => number;
+  /** The largest body any route accepts (413 above it). */
+  maxBodyBytes: number;
 }
 
 const MUTATIONS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -98,11 +103,13 @@ export function createPipeline(deps: PipelineDeps) {
     return auth;
   }
 
-  function parseJsonBody(route: RouteDef, req: RawRequest): unknown {
-    const raw = req.body;
+  function parseJsonBody(route: RouteDef, req: RawRequest, raw: Buffer | null): unknown {
     let body: unknown;
     if (raw && raw.length > 0) {
       if (!JSON_TYPE.test(req.headers['content-type'] ?? '')) throw new ApiError('invalid_content_type');
+      if (jsonNestsDeeperThan(raw, MAX_JSON_DEPTH)) {
+        throw new ApiError('invalid_request', `The JSON body nests objects and arrays more than ${MAX_JSON_DEPTH} levels deep.`);
+      }
       try {
         body = JSON.parse(raw.toString('utf8'));
       } catch {
@@ -124,7 +131,7 @@ export function createPipeline(deps: PipelineDeps) {
   function parseQuery(route: RouteDef, params: URLSearchParams): unknown {
     if (!route.query) return undefined;
     const obj: Record<string, string> = {};
-    for (const [k, v] of params) if (!(k in obj)) obj[k] = v;
+    for (const [k, v] of params) if (!Object.hasOwn(obj, k)) obj[k] = v;
     return parseWith(route.query, obj, route.fieldCodes);
   }
 
@@ -134,7 +141,9 @@ export function createPipeline(deps: PipelineDeps) {
 
   /**
    * One request's bookkeeping. A class, not closures made per request: the request path
-   * is hot, and its methods live once on the prototype.
+   * is hot, and its methods live once on the prototype. `begin` makes it; when it was
+   * answered from the headers alone, `response` holds the answer and the body is never
+   * read; otherwise the adapter reads the body and calls `complete`.
    */
   class Exchange {
     readonly started = performance.now();
@@ -144,10 +153,15 @@ export function createPipeline(deps: PipelineDeps) {
     auth: AuthContext | null = null;
     flightKey: string | null = null;
     idem: { scope: string; key: string; hash: Buffer } | null = null;
+    route: RouteDef | null = null;
+    params: Record<string, string> = {};
+    isV1 = false;
+    /** Set when the request was answered before its body. */
+    response: RawResponse | null = null;
 
     constructor(
       readonly req: RawRequest,
-      readonly pattern: string,
+      public pattern: string,
     ) {}
 
     finish(status: number, body: string): RawResponse {
@@ -189,93 +203,129 @@ export function createPipeline(deps: PipelineDeps) {
       this.headers['Content-Type'] = result.contentType ?? 'application/json';
       return this.finish(result.status, body);
     }
+
+    /** Answers before the body is read; the adapter discards whatever body follows. */
+    reject(e: unknown): this {
+      this.response = this.fail(e);
+      return this;
+    }
+
+    /**
+     * Runs the rest of the pipeline on the body. Answers synchronously when the route's
+     * handler is synchronous (the adapter then writes inside the uWS callback, corked with
+     * the read); returns a promise only for async routes.
+     */
+    complete(raw: Buffer | null): RawResponse | Promise<RawResponse> {
+      const { req, headers, now } = this;
+      const r = this.route!;
+      try {
+        const idemKey = req.headers['idempotency-key'];
+        if (idemKey !== undefined && MUTATIONS.has(req.method) && this.isV1) {
+          const scope = this.auth ? this.auth.accountId : `ip:${req.ip}`;
+          const hash = createHash('sha256').update(raw ?? Buffer.alloc(0)).digest();
+          const stored = storage.idempotency.find(scope, req.method, req.path, idemKey, now);
+          if (stored) {
+            if (!stored.body_hash.equals(hash)) throw new ApiError('idempotency_key_reused');
+            const saved = JSON.parse(storage.secrets.openText(stored.response)) as StoredResponse;
+            Object.assign(headers, saved.h, { 'Idempotent-Replayed': 'true' });
+            headers['Content-Type'] ??= 'application/json';
+            return this.finish(stored.status, saved.b);
+          }
+          const fk = `${scope}\n${req.method}\n${req.path}\n${idemKey}`;
+          if (inFlight.has(fk)) throw new ApiError('idempotency_key_in_use');
+          inFlight.add(fk);
+          this.flightKey = fk;
+          this.idem = { scope, key: idemKey, hash };
+        }
+
+        const searchParams = new URLSearchParams(req.query);
+        const ctx: HandlerContext<unknown, unknown> = {
+          method: req.method,
+          path: req.path,
+          searchParams,
+          headers: req.headers,
+          ip: req.ip,
+          requestId: this.requestId,
+          log,
+          params: this.params,
+          body: r.rawBody ? raw : parseJsonBody(r, req, raw),
+          query: parseQuery(r, searchParams),
+          auth: this.auth,
+        };
+
+        if (r.async) {
+          return Promise.resolve()
+            .then(() => r.handler(ctx))
+            .then((result) => {
+              const body = serialize(result);
+              this.save(result.status, body, result.headers);
+              return this.succeed(result, body);
+            })
+            .catch((e: unknown) => this.fail(e));
+        }
+        if (!MUTATIONS.has(req.method)) {
+          const result = r.handler(ctx) as HandlerResult;
+          return this.succeed(result, serialize(result));
+        }
+        // One transaction holds the handler's writes and the stored idempotent reply.
+        let body = '';
+        const result = storage.tx(() => {
+          const out = r.handler(ctx) as HandlerResult;
+          if (out instanceof Promise) throw new Error(`route ${r.method} ${r.path} is async but not marked async`);
+          body = serialize(out);
+          this.save(out.status, body, out.headers);
+          return out;
+        });
+        return this.succeed(result, body);
+      } catch (e) {
+        return this.fail(e);
+      }
+    }
   }
 
   /**
-   * Answers synchronously when the route's handler is synchronous (the adapter then
-   * writes inside the uWS callback, corked with the read); returns a promise only for
-   * async routes.
+   * Everything that can be decided from the request line and headers, before a byte of
+   * the body is read: a request without a working key, over its rate limit, to no route
+   * or declaring too large a body is answered here, so its body is never buffered.
+   * `declaredLength` is the Content-Length, or null when the body is chunked or absent.
    */
-  function handle(req: RawRequest): RawResponse | Promise<RawResponse> {
-    const isV1 = req.path === '/v1' || req.path.startsWith('/v1/');
+  function begin(req: RawRequest, declaredLength: number | null): Exchange {
+    const canon = canonicalPath(req.path);
+    if (!canon.ok) {
+      return new Exchange(req, 'unmatched').reject(new ApiError('invalid_path', `The path is not in canonical form: ${canon.reason}. Use single slashes, no "." or ".." segments and no encoded slashes.`));
+    }
+    req.path = canon.path;
     const m = router.match(req.method, req.path);
     const x = new Exchange(req, m.kind === 'not_found' ? 'unmatched' : m.pattern);
-    const { headers, now } = x;
-
+    // The same canonical path decides both this and the route, so no spelling of a /v1
+    // path can reach a /v1 handler without the gate.
+    x.isV1 = req.path === '/v1' || req.path.startsWith('/v1/');
     try {
-      if (isV1) x.auth = gate(m.kind === 'found' ? m.value : null, req, now, headers);
+      if (x.isV1) x.auth = gate(m.kind === 'found' ? m.value : null, req, x.now, x.headers);
       if (m.kind === 'not_found') throw new ApiError('route_not_found', `No route ${req.method} ${req.path}.`);
       if (m.kind === 'method_not_allowed') {
         throw new ApiError('method_not_allowed', `${req.method} is not supported on ${m.pattern}; use ${m.allowed.join(', ')}.`, undefined, { Allow: m.allowed.join(', ') });
       }
-      const r = m.value;
-      if (req.bodyTooLarge) throw new ApiError('payload_too_large');
-
+      if (declaredLength !== null && declaredLength > deps.maxBodyBytes) throw new ApiError('payload_too_large');
       const idemKey = req.headers['idempotency-key'];
-      if (idemKey !== undefined && MUTATIONS.has(req.method) && isV1) {
-        if (idemKey.length < 1 || idemKey.length > 255) throw new ApiError('invalid_idempotency_key');
-        const scope = x.auth ? x.auth.accountId : `ip:${req.ip}`;
-        const hash = createHash('sha256').update(req.body ?? Buffer.alloc(0)).digest();
-        const stored = storage.idempotency.find(scope, req.method, req.path, idemKey, now);
-        if (stored) {
-          if (!stored.body_hash.equals(hash)) throw new ApiError('idempotency_key_reused');
-          const saved = JSON.parse(storage.secrets.openText(stored.response)) as StoredResponse;
-          Object.assign(headers, saved.h, { 'Idempotent-Replayed': 'true' });
-          headers['Content-Type'] ??= 'application/json';
-          return x.finish(stored.status, saved.b);
-        }
-        const fk = `${scope}\n${req.method}\n${req.path}\n${idemKey}`;
-        if (inFlight.has(fk)) throw new ApiError('idempotency_key_in_use');
-        inFlight.add(fk);
-        x.flightKey = fk;
-        x.idem = { scope, key: idemKey, hash };
+      if (idemKey !== undefined && MUTATIONS.has(req.method) && x.isV1 && (idemKey.length < 1 || idemKey.length > 255)) {
+        throw new ApiError('invalid_idempotency_key');
       }
-
-      const searchParams = new URLSearchParams(req.query);
-      const ctx: HandlerContext<unknown, unknown> = {
-        method: req.method,
-        path: req.path,
-        searchParams,
-        headers: req.headers,
-        ip: req.ip,
-        requestId: x.requestId,
-        log,
-        params: m.params,
-        body: r.rawBody ? req.body : parseJsonBody(r, req),
-        query: parseQuery(r, searchParams),
-        auth: x.auth,
-      };
-
-      if (r.async) {
-        return Promise.resolve()
-          .then(() => r.handler(ctx))
-          .then((result) => {
-            const body = serialize(result);
-            x.save(result.status, body, result.headers);
-            return x.succeed(result, body);
-          })
-          .catch((e: unknown) => x.fail(e));
-      }
-      if (!MUTATIONS.has(req.method)) {
-        const result = r.handler(ctx) as HandlerResult;
-        return x.succeed(result, serialize(result));
-      }
-      // One transaction holds the handler's writes and the stored idempotent reply.
-      let body = '';
-      const result = storage.tx(() => {
-        const out = r.handler(ctx) as HandlerResult;
-        if (out instanceof Promise) throw new Error(`route ${r.method} ${r.path} is async but not marked async`);
-        body = serialize(out);
-        x.save(out.status, body, out.headers);
-        return out;
-      });
-      return x.succeed(result, body);
+      x.route = m.value;
+      x.params = m.params;
+      return x;
     } catch (e) {
-      return x.fail(e);
+      return x.reject(e);
     }
   }
 
-  return { handle };
+  /** Answers a request the adapter refused from its framing alone (nothing routed). */
+  function refuse(req: RawRequest, e: ApiError): RawResponse {
+    return new Exchange(req, 'unmatched').fail(e);
+  }
+
+  return { begin, refuse };
 }
 
 export type Pipeline = ReturnType<typeof createPipeline>;
+export type Exchange = ReturnType<Pipeline['begin']>;

@@ -9,8 +9,17 @@ export const queryInt = () =>
     .transform(Number)
     .meta({ type: 'integer' });
 
+/**
+ * A query boolean: exactly `true` or `false` on the wire. The document says plain
+ * `type: boolean` (the OpenAPI form style writes booleans as that text), so the enum
+ * check sits behind a pipe from a string, whose input schema carries no string enum.
+ */
 export const queryBool = () =>
-  z.enum(['true', 'false']).transform((v) => v === 'true').meta({ type: 'boolean' });
+  z
+    .string()
+    .pipe(z.enum(['true', 'false']))
+    .transform((v) => v === 'true')
+    .meta({ type: 'boolean' });
 
 export const queryDate = () =>
   z

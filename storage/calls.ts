@@ -122,6 +122,8 @@ export function createCallsRepo(db: Db) {
   const claim = db.prepare<[string, string], { internal_id: string; account_id: string }>(
     `UPDATE calls SET media_token = NULL WHERE media_token = ? AND provider = ? RETURNING internal_id, account_id`,
   );
+  // The same match without the claim: the websocket upgrade's check of carrier B's URL token.
+  const tokenHolder = db.prepare<[string, string], { internal_id: string }>('SELECT internal_id FROM calls WHERE media_token = ? AND provider = ?');
   // A number is imported once across all accounts, so its E.164 value names its account.
   const numberByE164 = db.prepare<[string], PhoneNumberRow>('SELECT * FROM phone_numbers WHERE phone_number = ?');
   const erasure = createCallErasure(db);
@@ -162,6 +164,10 @@ export function createCallsRepo(db: Db) {
     claimMediaToken(provider: string, token: string): { internalId: string; accountId: string } | null {
       const row = claim.get(token, provider);
       return row ? { internalId: row.internal_id, accountId: row.account_id } : null;
+    },
+    /** The call whose unclaimed media token this is, without claiming it; null when unknown or already used. */
+    mediaTokenHolder(provider: string, token: string): string | null {
+      return tokenHolder.get(token, provider)?.internal_id ?? null;
     },
     /** The carrier endpoints' look-up of one of our numbers, before any account is known. */
     findNumber(e164: string): PhoneNumberRow | undefined {

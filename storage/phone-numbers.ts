@@ -9,6 +9,7 @@ export type NumberSource = 'api' | 'dashboard';
 
 export type CarrierCredentials =
   | { provider: 'twilio'; account_sid: string; auth_token: string }
+  // public_key is required at import; null only in rows imported before it was (their events are refused).
   | { provider: 'telnyx'; api_key: string; connection_id: string; public_key: string | null };
 
 export interface PhoneNumberRow {

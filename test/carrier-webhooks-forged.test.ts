@@ -1,6 +1,6 @@
 // Carrier webhooks that do not come from the carrier: a bad signature, none, one made
 // with another account's secret, a wrong Ed25519 key, a stale or future timestamp, an
-// unknown events token. Each is 403 invalid_signature, adds or changes no row in any
+// unknown events token, any event of a carrier B number stored without a public key. Each is 403 invalid_signature, adds or changes no row in any
 // table, moves no call on, and leaves no log line but the request's route and status.
 // A correctly signed request on the same paths is accepted, so the checks can fail.
 import { generateTelnyxKeyPair, signTelnyx } from '../voice/carriers/telnyx-signature.ts';
@@ -8,7 +8,7 @@ import { signTwilio } from '../voice/carriers/twilio-signature.ts';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, type TestResponse } from './helpers/server.ts';
-import { nextNumber } from './helpers/fixtures.ts';
+import { createAgent, nextNumber } from './helpers/fixtures.ts';
 import { callReaches, dial, newCustomer, PUBLIC_BASE, rowCounts, startCallStack, type CallStack, type Customer } from './helpers/calls.ts';
 import { twilioSid } from './sim/twilio-sim.ts';
 
@@ -157,6 +157,53 @@ describe('carrier B (telnyx)', () => {
     const res = await post(`/carrier/telnyx/events/${token}`, body, signed(own, body, Math.floor(Date.now() / 1000)));
     expect(res.status).toBe(200);
     expect(rowCounts(stack.server)).toEqual(before);
+  });
+
+  it('refuses every event of a number stored without a public key (imported before the key was required), unsigned or signed', async () => {
+    // What an import stored before telnyx_public_key was required: credentials with no key.
+    const { key, accountId } = await stack.server.newAccount();
+    const agentId = await createAgent(stack.server, key);
+    const apiKey = `KEY${twilioSid('').slice(0, 32).toUpperCase()}`;
+    stack.sims.telnyx.addApiKey(apiKey);
+    const connectionId = stack.sims.telnyx.addConnection(apiKey);
+    const number = nextNumber();
+    stack.sims.telnyx.addNumber(apiKey, number, { connectionId });
+    const legacyToken = `L${twilioSid('').slice(0, 31)}`;
+    const stored = stack.server.storage.numbers.import({
+      accountId,
+      phoneNumber: number,
+      agentId,
+      credentials: { provider: 'telnyx', api_key: apiKey, connection_id: connectionId, public_key: null },
+      source: 'api',
+      carrierNumberSid: null,
+      carrierNumberId: null,
+      eventsToken: legacyToken,
+      inboundEnabled: undefined,
+      outboundEnabled: undefined,
+      now: Date.now(),
+    });
+    expect(stored.kind).toBe('created');
+
+    const ccid = `v3:${twilioSid('')}`;
+    const from = nextNumber();
+    const body = envelope('call.initiated', { call_control_id: ccid, call_leg_id: crypto.randomUUID(), call_session_id: crypto.randomUUID(), direction: 'incoming', state: 'parked', from, to: number, client_state: null });
+    const path = `/carrier/telnyx/events/${legacyToken}`;
+    const carrierKey = stack.sims.telnyx.state.keyPairs.get(apiKey)!.privateKey;
+    const secrets = [ccid, from, number, legacyToken];
+    await expectForged(() => post(path, body), secrets);
+    // Even the carrier's own signature: with no key on file there is nothing to check it with.
+    await expectForged(() => post(path, body, signed(carrierKey, body, Math.floor(Date.now() / 1000))), secrets);
+
+    // A real call from the carrier to that number is refused the same way: nothing answered, nothing recorded.
+    const app = stack.sims.telnyx.callControlApplications.get(connectionId)!;
+    app.webhook_event_url = `${PUBLIC_BASE}${path}`;
+    app.webhook_api_version = '2';
+    const before = rowCounts(stack.server);
+    const handle = await stack.sims.telnyx.placeInboundCall({ from, to: number, apiKey });
+    expect(handle.call.webhooks[0]!.status).toBe(403);
+    expect(handle.call.commands).toEqual([]);
+    expect(rowCounts(stack.server)).toEqual(before);
+    expect((await stack.server.request('GET', '/v1/calls', { key })).body.calls).toEqual([]);
   });
 
   it('refuses a forged hang-up of a live call; the call goes on', async () => {

@@ -178,6 +178,33 @@ describe('parameters and description', () => {
     expect((await list(o.key, o.phone)).count).toBe(0);
   });
 
+  it.each(['toString', 'constructor', '__proto__', 'hasOwnProperty'])('refuses required naming %s, which only the object prototype has (issue 11)', async (name) => {
+    const o = await owner();
+    const parameters = { type: 'object', properties: { a: { type: 'string' } }, required: [name] };
+    const res = await server.request('POST', fnPath(o.phone), { key: o.key, body: { name: 'f', url: FN_URL, parameters } });
+    expectError(res, 400, 'invalid_request', 'invalid_request');
+    expect(res.body.error.details).toEqual({ field: 'parameters.required' });
+    expect((await list(o.key, o.phone)).count).toBe(0);
+  });
+
+  it('answers 400, not 500, for parameters nested 5,000 levels deep (30 KB), and creates nothing (issue 11)', async () => {
+    const o = await owner();
+    const deep = '{"a":'.repeat(5000) + '1' + '}'.repeat(5000);
+    const rawBody = `{"name":"f","url":"${FN_URL}","parameters":{"type":"object","properties":{"x":${deep}}}}`;
+    const res = await server.request('POST', fnPath(o.phone), { key: o.key, rawBody, headers: { 'content-type': 'application/json' } });
+    expectError(res, 400, 'invalid_request', 'invalid_request');
+    expect(res.body.error.message).toMatch(/64 levels/);
+    expect((await list(o.key, o.phone)).count).toBe(0);
+  });
+
+  it('still takes a schema nested as deeply as a real tool needs', async () => {
+    const o = await owner();
+    let schema: Record<string, unknown> = { type: 'string' };
+    for (let i = 0; i < 20; i++) schema = { type: 'object', properties: { inner: schema } };
+    const res = await server.request('POST', fnPath(o.phone), { key: o.key, body: { name: 'nested', url: FN_URL, parameters: schema } });
+    expect(res.status).toBe(201);
+  });
+
   it('takes an object schema without properties, and null for no parameters', async () => {
     const o = await owner();
     const a = await server.request('POST', fnPath(o.phone), { key: o.key, body: { name: 'a', url: FN_URL, parameters: { type: 'object' } } });

@@ -294,17 +294,19 @@ describe('carrier A (twilio)', () => {
 });
 
 describe('carrier B (telnyx)', () => {
-  function carrierAccount(): { apiKey: string; connectionId: string } {
+  function carrierAccount(): { apiKey: string; connectionId: string; publicKey: string } {
     const apiKey = `KEY${twilioSid('').toUpperCase()}`;
     sims.telnyx.addApiKey(apiKey);
-    return { apiKey, connectionId: sims.telnyx.addConnection(apiKey) };
+    return { apiKey, connectionId: sims.telnyx.addConnection(apiKey), publicKey: sims.telnyx.publicKeyOf(apiKey) };
   }
-  const body = (n: string, agentId: string, c: { apiKey: string; connectionId: string }, extra: Record<string, unknown> = {}) => ({
+  // The carrier account's own public key unless `c` names another.
+  const body = (n: string, agentId: string, c: { apiKey: string; connectionId: string; publicKey?: string }, extra: Record<string, unknown> = {}) => ({
     phone_number: n,
     agent_id: agentId,
     provider: 'telnyx',
     telnyx_api_key: c.apiKey,
     telnyx_connection_id: c.connectionId,
+    telnyx_public_key: c.publicKey ?? sims.telnyx.publicKeyOf(c.apiKey),
     ...extra,
   });
   const EVENTS_URL = new RegExp(`^${BASE.replace(/\./g, '\\.')}/carrier/telnyx/events/([0-9A-Za-z]{32})$`);
@@ -397,6 +399,45 @@ describe('carrier B (telnyx)', () => {
     expect(res.body.error.details.field).toBe('telnyx_connection_id');
     expect(sims.telnyx.numbers.get(numberId)!.connection_id).toBeNull();
     await expectNotImported(key, n);
+  });
+
+  it('requires telnyx_public_key: missing, null, empty or blank is carrier_invalid_credentials saying where the portal shows it, before the carrier is asked', async () => {
+    const { key, agentId } = await customer();
+    const c = carrierAccount();
+    const n = nextNumber();
+    sims.telnyx.addNumber(c.apiKey, n);
+    const before = sims.telnyx.requests.length;
+    const { telnyx_public_key: _omitted, ...withoutKey } = body(n, agentId, c);
+    for (const res of [
+      await importNumber(key, withoutKey),
+      await importNumber(key, body(n, agentId, c, { telnyx_public_key: null })),
+      await importNumber(key, body(n, agentId, c, { telnyx_public_key: '' })),
+      await importNumber(key, body(n, agentId, c, { telnyx_public_key: '   ' })),
+    ]) {
+      expectError(res, 400, 'invalid_request', 'carrier_invalid_credentials');
+      expect(res.body.error.details).toEqual({ field: 'telnyx_public_key' });
+      expect(res.body.error.message).toMatch(/telnyx_public_key is required/);
+      expect(res.body.error.message).toMatch(/portal/i);
+    }
+    expect(sims.telnyx.requests.length).toBe(before);
+    await expectNotImported(key, n);
+    expect(sims.telnyx.callControlApplications.get(c.connectionId)!.webhook_event_url).toBe('https://example.com/webhooks');
+  });
+
+  it('keeps the public key on a re-import that leaves it out: the re-import is refused', async () => {
+    const { key, agentId } = await customer();
+    const c = carrierAccount();
+    const n = nextNumber();
+    sims.telnyx.addNumber(c.apiKey, n);
+    expect((await importNumber(key, body(n, agentId, c))).status).toBe(201);
+    const stored = server.storage.numbers.get((await server.request('GET', '/v1/account', { key })).body.account_id, n)!;
+    const { telnyx_public_key: _omitted, ...withoutKey } = body(n, agentId, c);
+    const res = await importNumber(key, withoutKey);
+    expectError(res, 400, 'invalid_request', 'carrier_invalid_credentials');
+    expect(res.body.error.details).toEqual({ field: 'telnyx_public_key' });
+    const after = server.storage.numbers.get(stored.account_id, n)!;
+    expect(server.storage.numbers.openCredentials(after)).toEqual(server.storage.numbers.openCredentials(stored));
+    expect(after.updated_at).toBe(stored.updated_at);
   });
 
   it('accepts a valid public key, and rejects the other carrier’s fields', async () => {
@@ -553,7 +594,11 @@ describe('credentials at rest', () => {
     const connectionId = sims.telnyx.addConnection(apiKey);
     const n2 = nextNumber();
     sims.telnyx.addNumber(apiKey, n2);
-    expect((await importNumber(key, { phone_number: n2, agent_id: agentId, provider: 'telnyx', telnyx_api_key: apiKey, telnyx_connection_id: connectionId })).status).toBe(201);
+    const publicKey = sims.telnyx.publicKeyOf(apiKey);
+    expect(
+      (await importNumber(key, { phone_number: n2, agent_id: agentId, provider: 'telnyx', telnyx_api_key: apiKey, telnyx_connection_id: connectionId, telnyx_public_key: publicKey }))
+        .status,
+    ).toBe(201);
 
     const bytes = dataBytes();
     expect(bytes.length).toBeGreaterThan(0);

@@ -265,6 +265,23 @@ describe('PATCH /v1/phone-numbers/{phone_number}', () => {
     expect(await getNumber(key, n)).toEqual(before);
   });
 
+  it('takes no carrier credentials: a carrier B number’s public key can be neither cleared nor set by PATCH', async () => {
+    const { key, accountId } = await server.newAccount();
+    const agentId = await createAgent(server, key);
+    const n = await importTelnyxNumber(server, sims, key, agentId);
+    const before = await getNumber(key, n);
+    const credentials = () => server.storage.numbers.openCredentials(server.storage.numbers.get(accountId, n)!);
+    const stored = credentials();
+    expect(stored).toMatchObject({ provider: 'telnyx', public_key: expect.any(String) });
+    for (const value of [null, '', Buffer.alloc(32, 9).toString('base64')]) {
+      const res = await patch(key, n, { custom_prompt: 'x', telnyx_public_key: value });
+      expectError(res, 400, 'invalid_request', 'invalid_request');
+      expect(res.body.error.details).toEqual({ field: 'telnyx_public_key' });
+    }
+    expect(await getNumber(key, n)).toEqual(before);
+    expect(credentials()).toEqual(stored);
+  });
+
   it('accepts a fetched number sent back: read-only fields are ignored', async () => {
     const { key, n } = await withNumber();
     const current = await getNumber(key, n);

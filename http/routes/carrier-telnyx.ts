@@ -1,25 +1,85 @@
-// Carrier B's call events, one URL per number: `/carrier/telnyx/events/{token}`. The
-// unguessable token names the number; when the customer gave the account's public
-// key, the Ed25519 signature (and its 300 s timestamp window) is checked too. An
-// unknown token or a bad signature is 403 invalid_signature, with nothing written.
+// Carrier B's call events: `POST /carrier/telnyx/events/{token}`. The unguessable token
+// names one of our numbers, but it is not enough to route by: a Call Control application
+// has ONE webhook URL, so when several numbers (of one account or several) share an
+// application, the events of all of them arrive on the token of whichever number was
+// imported last. An event is therefore routed by the number it names:
+// - an incoming call.initiated: the payload's `to`;
+// - any other call event (either leg): the live call its client_state, else its carrier
+//   call id, names, and that call's own number, which must belong to the call's account;
+// - an event of no live call, or one not acted on: the token's number (acknowledged, nothing done).
+// The named number must be a carrier B number on the token's application (the same
+// telnyx_connection_id), and the Ed25519 signature (300 s window) must verify with THAT
+// number's public key. The call is recorded in, and answered with the credentials of, the
+// account that owns the named number. Everything else is 403 invalid_signature with
+// nothing written: an unknown token, a bad or missing signature, a number stored without
+// a public key (imported before the key was required), a named number we do not hold or
+// that is on another application.
 // Incoming calls are routed (answered with a media stream, refused busy, or refused);
-// other events go to the call's actor by client_state or carrier call id.
+// other events go to the call's actor.
 import { z } from 'zod';
 import { ApiError } from '../errors.ts';
 import { defineRoute, ok } from '../route.ts';
 import type { AppDeps } from '../deps.ts';
+import type { PhoneNumberRow } from '../../storage/phone-numbers.ts';
 import { verifyTelnyx } from '../../voice/carriers/telnyx-signature.ts';
 import { parseTelnyxWebhook } from '../../voice/carriers/telnyx-voice.ts';
+import type { CarrierWebhook } from '../../voice/carriers/voice.ts';
 import { routeInbound } from '../../actors/inbound.ts';
 
 const received = z.object({ received: z.literal(true) });
 
+/** Whose key verifies an event, and the live call it moves on (null: nothing to move). */
+interface Subject {
+  number: PhoneNumberRow;
+  callId: string | null;
+}
+
 export function carrierTelnyxRoutes({ storage, config, clock, calls }: AppDeps) {
+  const connectionOf = (row: PhoneNumberRow): string | null => {
+    const c = storage.numbers.openCredentials(row);
+    return c.provider === 'telnyx' ? c.connection_id : null;
+  };
+
+  /** A number an event on `tokenNumber`'s URL may speak for: a carrier B number on the same application. */
+  function onTokensApplication(tokenNumber: PhoneNumberRow, named: PhoneNumberRow): boolean {
+    if (named.provider !== 'telnyx') return false;
+    if (named.phone_number === tokenNumber.phone_number) return true;
+    const app = connectionOf(named);
+    return app !== null && app === connectionOf(tokenNumber);
+  }
+
+  /**
+   * The number the event is about, or null when the token does not vouch for it.
+   * Decision: a named number we do not hold, or one on another application, is answered
+   * 403 invalid_signature rather than acknowledged and ignored. The signature may only
+   * be checked with the named number's key, and such a number has no key this token lets
+   * us use, so the event is unverifiable, which is what invalid_signature says; it is the
+   * same answer as an unknown token, so it tells a token holder nothing about numbers
+   * elsewhere; and the carrier lists it as a failed delivery, so a misconfigured
+   * application (say, a number deleted here but still on it) shows in the customer's
+   * carrier portal instead of calls silently left ringing. Nothing is written either way.
+   */
+  function subjectOf(hook: CarrierWebhook, tokenNumber: PhoneNumberRow): Subject | null {
+    if (hook.kind === 'ignored') return { number: tokenNumber, callId: null };
+    if (hook.kind === 'incoming') {
+      const named = storage.calls.findNumber(hook.to);
+      return named && onTokensApplication(tokenNumber, named) ? { number: named, callId: null } : null;
+    }
+    const id = hook.callId ?? calls.findAnyByCarrierCallId(hook.carrierCallId);
+    const ctx = id === null ? null : calls.contextOf(id);
+    // A call we do not know is acknowledged and ignored, once signed for the token's number.
+    if (id === null || ctx === null) return { number: tokenNumber, callId: null };
+    // client_state is the carrier's echo of what we set, unverified so far: the call it
+    // names must be on a number of its own account that this token's application carries.
+    const named = storage.calls.findNumber(ctx.phoneNumber);
+    return named && named.account_id === ctx.accountId && onTokensApplication(tokenNumber, named) ? { number: named, callId: id } : null;
+  }
+
   return [
     defineRoute({
       method: 'POST',
       path: '/carrier/telnyx/events/{token}',
-      summary: 'Carrier B call events of one number',
+      summary: 'Carrier B call events of the numbers on one Call Control application',
       tag: 'Carrier webhooks',
       auth: 'none',
       rateLimit: 'none',
@@ -28,32 +88,44 @@ export function carrierTelnyxRoutes({ storage, config, clock, calls }: AppDeps) 
       responses: {
         200: {
           description:
-            'Acknowledged. `call.initiated` (incoming) is answered at the carrier with a bidirectional media stream (one-time token in the stream URL), ' +
-            'refused busy over the concurrency limit (recorded busy/concurrency_limit), or refused with a hang-up when the number has no agent, ' +
-            'its agent is inactive or inbound is disabled (recorded failed/failed). Events of unknown calls are ignored. ' +
-            'An unknown token answers 403 invalid_signature, like a bad signature: the token is the credential.',
+            'Acknowledged. The token is the number whose import last set the Call Control application’s webhook URL, so events of every number on that ' +
+            'application arrive here; each is routed by the number it names (an incoming `call.initiated`: its `to`; other call events: the call named by ' +
+            '`client_state` or the carrier call id, and that call’s number), which must be a carrier B number on the same application, and the ' +
+            '`telnyx-signature-ed25519` signature must verify with that number’s public key. ' +
+            '`call.initiated` (incoming) is then answered at the carrier, with the credentials of the account owning the number called, with a ' +
+            'bidirectional media stream (one-time token in the stream URL), refused busy over that account’s concurrency limit (recorded busy/concurrency_limit), ' +
+            'or refused with a hang-up when the number has no agent, its agent is inactive or inbound is disabled (recorded failed/failed). ' +
+            'Events of unknown calls are ignored. 403 invalid_signature, with nothing written: an unknown token, a missing, bad or stale signature, ' +
+            'a number without a stored public key (imported before the key was required: import it again with telnyx_public_key), or an event naming ' +
+            'a number not imported here or not on this token’s application.',
           schema: received,
         },
       },
       errors: ['invalid_signature'],
       handler: async ({ params, body, headers, log }) => {
         const raw = Buffer.isBuffer(body as unknown) ? (body as unknown as Buffer) : Buffer.alloc(0);
-        const number = storage.numbers.findByEventsToken(params['token'] ?? '');
-        if (!number || number.provider !== 'telnyx') throw new ApiError('invalid_signature');
+        const tokenNumber = storage.numbers.findByEventsToken(params['token'] ?? '');
+        if (!tokenNumber || tokenNumber.provider !== 'telnyx') throw new ApiError('invalid_signature');
+
+        // Parsed before it is verified only to learn which number's key verifies it (the
+        // parser never throws and acts on nothing); nothing is done with it until then.
+        const hook = parseTelnyxWebhook(raw.toString('utf8'), clock());
+        const subject = subjectOf(hook, tokenNumber);
+        if (subject === null) throw new ApiError('invalid_signature');
+        const { number } = subject;
         const publicKey = calls.voices.telnyxPublicKey(number);
-        if (publicKey !== null) {
-          const nowSec = Math.floor(clock() / 1000);
-          if (!verifyTelnyx(publicKey, raw, headers['telnyx-signature-ed25519'], headers['telnyx-timestamp'], nowSec)) {
-            throw new ApiError('invalid_signature');
-          }
+        if (publicKey === null) {
+          log.warn({ account_id: number.account_id }, 'carrier B event refused: the number has no telnyx_public_key; import it again with the key');
+          throw new ApiError('invalid_signature');
+        }
+        const nowSec = Math.floor(clock() / 1000);
+        if (!verifyTelnyx(publicKey, raw, headers['telnyx-signature-ed25519'], headers['telnyx-timestamp'], nowSec)) {
+          throw new ApiError('invalid_signature');
         }
 
-        const hook = parseTelnyxWebhook(raw.toString('utf8'), clock());
         if (hook.kind === 'ignored') return ok({ received: true });
         if (hook.kind === 'event') {
-          const id = hook.callId ?? calls.findByCarrierCallId(number.account_id, hook.carrierCallId);
-          // client_state is the carrier's echo of what we set; only a call of this number's account is trusted.
-          if (id !== null && calls.contextOf(id)?.accountId === number.account_id) calls.send(id, hook.event);
+          if (subject.callId !== null) calls.send(subject.callId, hook.event);
           return ok({ received: true });
         }
 

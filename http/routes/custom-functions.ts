@@ -34,7 +34,8 @@ const parameters = z
     const required = p['required'];
     if (required !== undefined) {
       if (!Array.isArray(required) || !required.every((r) => typeof r === 'string')) return issue(['required'], 'parameters.required must be an array of argument names.');
-      const missing = required.find((r) => !isPlainObject(props) || !(r in props));
+      // Own properties only: `in` would find "toString" on every object's prototype.
+      const missing = required.find((r) => !isPlainObject(props) || !Object.hasOwn(props, r));
       if (missing !== undefined) return issue(['required'], `parameters.required names "${missing}", which is not in parameters.properties.`);
     }
     if (Buffer.byteLength(JSON.stringify(p)) > MAX_PARAMETERS_BYTES) issue([], `parameters can be at most ${MAX_PARAMETERS_BYTES} bytes of JSON.`);

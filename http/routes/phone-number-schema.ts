@@ -29,7 +29,9 @@ export const importBody = z
     telnyx_api_key: credential('Carrier B: an API key of the account. Stored encrypted, never returned.'),
     telnyx_connection_id: credential('Carrier B: the Call Control application that carries the number’s calls.'),
     telnyx_public_key: credential(
-      'Carrier B, optional: the account’s base64 Ed25519 public key; when set, event signatures are verified too.',
+      'Carrier B, required: the account’s base64 Ed25519 public key (44 characters), from the carrier portal (Mission Control: Account Settings > ' +
+        'Keys & Credentials > Public Key). Every call event’s signature is verified with it; missing, null or empty is carrier_invalid_credentials. ' +
+        'It can be changed only by importing the number again with it, never removed.',
     ),
   })
   .strict();

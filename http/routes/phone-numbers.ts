@@ -114,12 +114,14 @@ export function phoneNumberRoutes({ storage, clock, config }: AppDeps) {
             '(carrier A: voice, SMS and status URLs; carrier B: the Call Control application’s event URL with a per-number token, the number moved onto that application, ' +
             'and its messaging profile’s webhook when it has one). Checks run in this order: body shape and missing fields, invalid_phone_format, ' +
             'agent_not_found (answered 400 here: the agent is named in the body), credential format, number_already_imported (before the carrier is asked), then the carrier. ' +
+            'Every credential of the provider is required, carrier B’s telnyx_public_key included (missing, null or empty: carrier_invalid_credentials naming the field). ' +
             'Credentials are stored encrypted and never returned. If a later carrier step fails, earlier carrier changes stay and nothing is stored.',
           schema: numberWrapper,
         },
         200: {
           description:
-            'Re-imported onto the same agent: the credentials and carrier ids are replaced and the webhooks re-pointed; settings are kept, and inbound_enabled/outbound_enabled change only when sent.',
+            'Re-imported onto the same agent: the credentials and carrier ids are replaced and the webhooks re-pointed; settings are kept, and inbound_enabled/outbound_enabled change only when sent. ' +
+            'This is the only way to change credentials (PATCH takes none); a re-import needs every credential, so carrier B’s public key can be replaced, not removed.',
           schema: numberWrapper,
         },
       },

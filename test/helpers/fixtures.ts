@@ -64,7 +64,8 @@ export async function importTwilioNumber(
 
 /**
  * Makes a carrier B account (API key and Call Control application) owning a new number
- * in the simulator and imports it; `messagingProfile` gives the number an SMS profile too.
+ * in the simulator and imports it with the account's webhook public key; `messagingProfile`
+ * gives the number an SMS profile too.
  */
 export async function importTelnyxNumber(
   server: TestServer,
@@ -81,7 +82,14 @@ export async function importTelnyxNumber(
   sims.telnyx.addNumber(apiKey, phoneNumber, messagingProfileId ? { messagingProfileId } : {});
   const res = await server.request('POST', '/v1/phone-numbers', {
     key,
-    body: { phone_number: phoneNumber, agent_id: agentId, provider: 'telnyx', telnyx_api_key: apiKey, telnyx_connection_id: connectionId },
+    body: {
+      phone_number: phoneNumber,
+      agent_id: agentId,
+      provider: 'telnyx',
+      telnyx_api_key: apiKey,
+      telnyx_connection_id: connectionId,
+      telnyx_public_key: sims.telnyx.publicKeyOf(apiKey),
+    },
   });
   if (res.status !== 201) throw new Error(`number import failed: ${res.status} ${res.text}`);
   return phoneNumber;

@@ -26,6 +26,8 @@ it('starts both simulated carriers and the control server', async () => {
     });
     expect(out).toMatch(/TWILIO_API_BASE=http:\/\/127\.0\.0\.1:\d+ TELNYX_API_BASE=http:\/\/127\.0\.0\.1:\d+/);
     expect(out).toContain('ACdeadbeefdeadbeefdeadbeefdeadbeef');
+    // Carrier B's public key is the same on every run: the README's import command carries it.
+    expect(out).toMatch(/public key trizMGnco2iwG2IK3MH\+dCydYtFppMY8C\/uzdKqcfmM= /);
     const control = /control\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(out)![1]!;
     const calls = await (await fetch(`${control}/calls`)).json();
     expect(calls).toEqual({ twilio: [], telnyx: [] });

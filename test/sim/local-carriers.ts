@@ -3,10 +3,12 @@
 // The same wire-accurate simulators the tests use: signed webhooks, media streams
 // (a tone as the far end's voice), call scenarios. A small control server rings the
 // service's numbers and hangs calls up; answered outbound calls end after SIM_CALL_SECONDS.
+import { createHash, createPrivateKey, createPublicKey } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startTwilioSim } from './twilio-sim.ts';
 import { startTelnyxSim } from './telnyx-sim.ts';
+import type { TelnyxKeyPair } from '../../voice/carriers/telnyx-signature.ts';
 
 const env = process.env;
 const twilioPort = Number(env['SIM_TWILIO_PORT'] ?? 4010);
@@ -14,17 +16,34 @@ const telnyxPort = Number(env['SIM_TELNYX_PORT'] ?? 4011);
 const controlPort = Number(env['SIM_CONTROL_PORT'] ?? 4012);
 const callSeconds = Number(env['SIM_CALL_SECONDS'] ?? 15);
 
+// Carrier B's webhook signing key, fixed too (an Ed25519 key from a public seed) so the
+// public key a number is imported with is the same on every run. Not a secret.
+const PKCS8_ED25519_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
+const seed = createHash('sha256').update('switchboard npm run sim: carrier B webhook signing key').digest();
+const privateKey = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, seed]), format: 'der', type: 'pkcs8' });
+const telnyxKeys: TelnyxKeyPair = {
+  privateKey,
+  // Base64 of the 32 raw bytes after the 12-byte SPKI header, as the carrier portal shows it.
+  publicKey: createPublicKey(privateKey).export({ format: 'der', type: 'spki' }).subarray(12).toString('base64'),
+};
+
 // Fixed, obviously fake credentials so the README's commands work as printed.
 export const LOCAL = {
   twilio: { accountSid: 'AC' + 'deadbeef'.repeat(4), authToken: 'local-sim-auth-token-0123456789ab', numbers: ['+14155550100', '+14155550101', '+14155550102'] },
-  telnyx: { apiKey: 'KEY_local_sim', connectionId: 'local-sim-connection', numbers: ['+14155550200', '+14155550201', '+14155550202'] },
+  telnyx: {
+    apiKey: 'KEY_local_sim',
+    connectionId: 'local-sim-connection',
+    // trizMGnco2iwG2IK3MH+dCydYtFppMY8C/uzdKqcfmM= (the README's telnyx_public_key)
+    publicKey: telnyxKeys.publicKey,
+    numbers: ['+14155550200', '+14155550201', '+14155550202'],
+  },
 };
 
 const twilio = await startTwilioSim({ port: twilioPort });
 const telnyx = await startTelnyxSim(undefined, { port: telnyxPort });
 twilio.addAccount(LOCAL.twilio.accountSid, LOCAL.twilio.authToken);
 for (const n of LOCAL.twilio.numbers) twilio.addNumber(LOCAL.twilio.accountSid, n);
-telnyx.addApiKey(LOCAL.telnyx.apiKey);
+telnyx.addApiKey(LOCAL.telnyx.apiKey, { keyPair: telnyxKeys });
 telnyx.addConnection(LOCAL.telnyx.apiKey, LOCAL.telnyx.connectionId);
 for (const n of LOCAL.telnyx.numbers) telnyx.addNumber(LOCAL.telnyx.apiKey, n, { connectionId: LOCAL.telnyx.connectionId });
 
@@ -95,7 +114,7 @@ console.log(`Local carriers are up.
                            numbers ${LOCAL.twilio.numbers.join(', ')}
   carrier B (telnyx) REST  ${telnyx.baseUrl}   api key ${LOCAL.telnyx.apiKey}  connection ${LOCAL.telnyx.connectionId}
                            numbers ${LOCAL.telnyx.numbers.join(', ')}
-                           webhook public key ${telnyx.publicKeyOf(LOCAL.telnyx.apiKey)}
+                           public key ${telnyx.publicKeyOf(LOCAL.telnyx.apiKey)}  (telnyx_public_key: required to import)
   control                  ${controlUrl}  (GET /calls, POST /inbound/{twilio|telnyx}?to=&from=, POST /hangup/{twilio|telnyx}/{id})
 
 Start the service against them in another terminal:

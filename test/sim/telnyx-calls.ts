@@ -319,7 +319,7 @@ export class TelnyxCalls {
 
   private status({ apiKey, params }: TelnyxRouteContext): SimResponse {
     const call = this.calls.get(decodeURIComponent(params[0] ?? ''));
-    if (!call || call.apiKey !== apiKey || call.expired) return notFound();
+    if (!call || !this.state.sameAccount(call.apiKey, apiKey) || call.expired) return notFound();
     const end = call.endedAt ?? Date.now();
     return {
       status: 200,
@@ -342,7 +342,7 @@ export class TelnyxCalls {
   private command({ req, apiKey, params }: TelnyxRouteContext): SimResponse {
     const call = this.calls.get(decodeURIComponent(params[0] ?? ''));
     const action = params[1] ?? '';
-    if (!call || call.apiKey !== apiKey || !['answer', 'reject', 'hangup'].includes(action)) return notFound();
+    if (!call || !this.state.sameAccount(call.apiKey, apiKey) || !['answer', 'reject', 'hangup'].includes(action)) return notFound();
     const raw = req.body ?? {};
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
       return telnyxError(400, '10015', 'Bad Request', 'The request failed because it was not well-formed.');

@@ -1,10 +1,13 @@
 // Wire-accurate simulator of carrier B's (Telnyx) REST API v2 for tests: Bearer
 // API keys, JSON bodies, answers wrapped in {data} (lists add {meta}), errors
 // {errors:[{code,title,detail,source?,meta}]}. Each API key is one carrier
-// account, with its own Ed25519 key that signs its webhooks (`publicKeyOf`); another
-// account's resources are 404 like unknown ones. baseUrl is the host root; every route
-// starts with /v2/. Routes are a table: numbers here, Call Control in telnyx-calls.ts
-// (dial scenarios, inbound calls, signed webhooks, the media stream client).
+// account, with its own Ed25519 key that signs its webhooks (`publicKeyOf`), unless
+// it was added as a further key of an existing account (`sameAccountAs`: the carrier
+// lets an account make several API keys, all seeing the same resources and sharing
+// its signing key); another account's resources are 404 like unknown ones. baseUrl
+// is the host root; every route starts with /v2/. Routes are a table: numbers here,
+// Call Control in telnyx-calls.ts (dial scenarios, inbound calls, signed webhooks, the
+// media stream client).
 
 import { randomInt, randomUUID } from 'node:crypto';
 import { generateTelnyxKeyPair, type TelnyxKeyPair } from '../../voice/carriers/telnyx-signature.ts';
@@ -39,18 +42,36 @@ export class TelnyxState {
   readonly numbers = new Map<string, TelnyxRecord>();
   readonly callControlApplications = new Map<string, TelnyxRecord>();
   readonly messagingProfiles = new Map<string, TelnyxRecord>();
-  /** The signing key of each account (API key), made with it. */
+  /** The signing key of each API key: its account's, made with the account's first key. */
   readonly keyPairs = new Map<string, TelnyxKeyPair>();
   // Which API key (account) owns each record; kept off the records so they stay wire-shaped.
   private readonly owners = new WeakMap<object, string>();
+  // The carrier account of each API key, named by the account's first key.
+  private readonly accountOfKey = new Map<string, string>();
 
-  addApiKey(apiKey: string): void {
+  /**
+   * A new API key: a new carrier account, or with `sameAccountAs` one more key of that
+   * key's account. `keyPair` fixes a new account's signing key (default: generated).
+   */
+  addApiKey(apiKey: string, opts: { sameAccountAs?: string; keyPair?: TelnyxKeyPair } = {}): void {
+    const account = opts.sameAccountAs === undefined ? (this.accountOfKey.get(apiKey) ?? apiKey) : this.accountOfKey.get(opts.sameAccountAs);
+    if (account === undefined) throw new Error('telnyx sim: sameAccountAs names an unknown API key');
     this.apiKeys.add(apiKey);
-    if (!this.keyPairs.has(apiKey)) this.keyPairs.set(apiKey, generateTelnyxKeyPair());
+    this.accountOfKey.set(apiKey, account);
+    const pair = this.keyPairs.get(account) ?? opts.keyPair ?? generateTelnyxKeyPair();
+    this.keyPairs.set(account, pair);
+    this.keyPairs.set(apiKey, pair);
+  }
+
+  /** True when both API keys belong to one carrier account. */
+  sameAccount(a: string, b: string): boolean {
+    const account = this.accountOfKey.get(a);
+    return account !== undefined && account === this.accountOfKey.get(b);
   }
 
   owns(apiKey: string, record: object | undefined): record is TelnyxRecord {
-    return record !== undefined && this.owners.get(record) === apiKey;
+    const owner = record === undefined ? undefined : this.owners.get(record);
+    return owner !== undefined && this.sameAccount(owner, apiKey);
   }
 
   addConnection(apiKey: string, id: string = telnyxId()): string {
@@ -253,7 +274,8 @@ export interface TelnyxSim {
   callControlApplications: Map<string, TelnyxRecord>;
   messagingProfiles: Map<string, TelnyxRecord>;
   requests: TelnyxSimRequest[];
-  addApiKey(apiKey: string): void;
+  /** A new carrier account, or with `sameAccountAs` a further API key of an existing one. */
+  addApiKey(apiKey: string, opts?: { sameAccountAs?: string; keyPair?: TelnyxKeyPair }): void;
   addNumber(apiKey: string, e164: string, opts?: { connectionId?: string; messagingProfileId?: string }): string;
   addConnection(apiKey: string, id?: string): string;
   addMessagingProfile(apiKey: string, id?: string): string;
@@ -287,7 +309,7 @@ export async function startTelnyxSim(routes: TelnyxRoute[] = numberRoutes, opts:
     callControlApplications: state.callControlApplications,
     messagingProfiles: state.messagingProfiles,
     requests: server.requests,
-    addApiKey: (k) => state.addApiKey(k),
+    addApiKey: (k, opts) => state.addApiKey(k, opts),
     addNumber: (k, e164, opts) => state.addNumber(k, e164, opts),
     addConnection: (k, id) => state.addConnection(k, id),
     addMessagingProfile: (k, id) => state.addMessagingProfile(k, id),

@@ -54,8 +54,19 @@ export function credentialsFrom(provider: Provider, fields: CredentialFields): C
   }
   const apiKey = required(fields, 'telnyx_api_key', provider);
   const connectionId = required(fields, 'telnyx_connection_id', provider);
-  const publicKey = fields.telnyx_public_key === '' ? null : (fields.telnyx_public_key ?? null);
-  if (publicKey !== null && (!ED25519_BASE64.test(publicKey) || Buffer.from(publicKey, 'base64').length !== 32)) {
+  // Required although contract.md §5 calls it optional: without it an event's only proof
+  // is the URL token, and an unsigned call.initiated would record and bill a call
+  // (issue 11). The events endpoint refuses events of a stored number that lacks one.
+  const publicKey = fields.telnyx_public_key;
+  if (publicKey === undefined || publicKey === null || publicKey.trim() === '') {
+    throw new ApiError(
+      'carrier_invalid_credentials',
+      'telnyx_public_key is required to import a telnyx number: every call event is checked against it. Copy the public key ' +
+        '(base64, 44 characters) from the carrier portal (Mission Control: Account Settings > Keys & Credentials > Public Key).',
+      { field: 'telnyx_public_key' },
+    );
+  }
+  if (!ED25519_BASE64.test(publicKey) || Buffer.from(publicKey, 'base64').length !== 32) {
     throw new ApiError(
       'carrier_invalid_credentials',
       "telnyx_public_key must be the account's base64 Ed25519 public key from the carrier portal (32 bytes, 44 characters).",

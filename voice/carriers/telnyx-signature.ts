@@ -5,7 +5,7 @@
 // timestamp at most 300 s from now either way, 64-byte signature, 32-byte key.
 //
 // Used by the service's `POST /carrier/telnyx/events/{token}`:
-//   verifyTelnyx(number.public_key, rawBody, headers['telnyx-signature-ed25519'],
+//   verifyTelnyx(<public_key of the number the event names>, rawBody, headers['telnyx-signature-ed25519'],
 //                headers['telnyx-timestamp'], Math.floor(clock() / 1000))  → boolean
 // and by the carrier B simulator (`signTelnyx`) and tests (`generateTelnyxKeyPair`).
 

@@ -4,10 +4,12 @@
 // Every method rejects with a CarrierError (errors.ts); dial also with a plain Error
 // when the number has no events token (a data bug, not a carrier answer).
 //
-// For `POST /carrier/telnyx/events/{token}` (after verifyTelnyx, telnyx-signature.ts):
+// For `POST /carrier/telnyx/events/{token}` (with verifyTelnyx, telnyx-signature.ts):
 // - parseTelnyxWebhook(rawBody as string or bytes, clock()) → CarrierWebhook. Never
 //   throws: a body that is not a v2 envelope is `ignored` with a reason starting
 //   "malformed"; streaming.* events are ignored (the media websocket reports the stream).
+//   The route parses before it verifies, only to learn which number the event names (its
+//   key verifies the signature); nothing is acted on until the signature checks out.
 //   The internal call id comes from `client_state` (base64 of `call_…`, set by dial and
 //   answerWithStream); null when absent or not a call id (look up by carrierCallId then).
 // - `incoming` → route the call, then either

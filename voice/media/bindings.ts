@@ -24,4 +24,10 @@ export interface MediaBindings {
    * returned a binding, every later claim of the same token returns null.
    */
   claim(provider: MediaProvider, token: string, at: number): MediaBinding | null;
+  /**
+   * Whether a live call still expects a stream with this token, without claiming it
+   * (the token stays claimable). Carrier B's stream URL carries its token, so the
+   * websocket upgrade is refused when this says no; without it the check waits for `start`.
+   */
+  expects?(provider: MediaProvider, token: string): boolean;
 }
