@@ -42,6 +42,9 @@ const envSchema = z.object({
   // trusting it without a proxy would let any client pick its own rate-limit bucket.
   TRUST_PROXY: bool.default(false),
   SHUTDOWN_GRACE_MS: int(0, 600_000).default(10_000),
+  // How long a write waits for a lock held by another connection (Litestream, a backup,
+  // the admin command) before it fails; a failed commit changes nothing and is retried.
+  SQLITE_BUSY_TIMEOUT_MS: int(0, 600_000).default(5000),
   MEDIA_ENGINE: z.enum(MEDIA_ENGINES).default('listen'),
 });
 
@@ -65,6 +68,7 @@ export interface Config {
   maxInflightBodyBytes: number;
   trustProxy: boolean;
   shutdownGraceMs: number;
+  sqliteBusyTimeoutMs: number;
   /** What talks on a call's media stream: `listen` (silent) or `echo` (line test). */
   mediaEngine: MediaEngineName;
 }
@@ -110,6 +114,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     maxInflightBodyBytes: e.MAX_INFLIGHT_BODY_BYTES,
     trustProxy: e.TRUST_PROXY,
     shutdownGraceMs: e.SHUTDOWN_GRACE_MS,
+    sqliteBusyTimeoutMs: e.SQLITE_BUSY_TIMEOUT_MS,
     mediaEngine: e.MEDIA_ENGINE,
   };
 }

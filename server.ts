@@ -8,16 +8,17 @@ import { openDatabase } from './storage/db.ts';
 import { createStorage, type Storage } from './storage/index.ts';
 import { createSecretBox, loadSecretsKey } from './storage/secret-box.ts';
 import { createAuthenticator } from './http/auth.ts';
-import { Metrics } from './http/metrics.ts';
+import { Metrics } from './metrics.ts';
 import { createPipeline } from './http/pipeline.ts';
 import { allRoutes } from './http/routes/index.ts';
 import { startHttpServer, type HttpServer } from './http/uws-adapter.ts';
 import { registerMediaSockets, type MediaSocketDeps, type MediaSockets } from './http/media-ws.ts';
+import { registerDebugSockets, type DebugSocketDeps, type DebugSockets } from './http/debug-ws.ts';
 import type { MediaBindings } from './voice/media/bindings.ts';
 import { selectEngine } from './voice/engine/engine.ts';
 import type { AppDeps } from './http/deps.ts';
 import { createCallSystem } from './actors/system.ts';
-import { restoreCalls } from './actors/restore.ts';
+import { createInspectionHub, redactEvent, type InspectionHub } from './actors/inspection-hub.ts';
 import type { TemplatedApp } from 'uWebSockets.js';
 
 export interface Switchboard {
@@ -26,6 +27,8 @@ export interface Switchboard {
   storage: Storage;
   http: HttpServer;
   log: Logger;
+  /** The live machine view's hub: what the supervisor publishes and the debug routes read. */
+  inspection: InspectionHub;
   stop(): Promise<void>;
 }
 
@@ -44,6 +47,8 @@ export interface StartOptions {
    * one may wait (default 5 s) and how many may wait at once (default 500). Tests lower them.
    */
   media?: Pick<MediaSocketDeps, 'unclaimedTimeoutMs' | 'maxUnclaimed'>;
+  /** The live machine view's websocket: a viewer's backlog bound and how often keys are checked again (http/debug-ws.ts). Tests lower them. */
+  debug?: Pick<DebugSocketDeps, 'maxBufferedBytes' | 'recheckMs'>;
 }
 
 /**
@@ -77,20 +82,24 @@ export function createLogger(level: Config['logLevel']): Logger {
 export async function startSwitchboard(config: Config, opts: StartOptions = {}): Promise<Switchboard> {
   const log = opts.log ?? createLogger(config.logLevel);
   const clock = opts.clock ?? Date.now;
-  const db = openDatabase(join(config.dataDir, 'switchboard.db'));
+  const db = openDatabase(join(config.dataDir, 'switchboard.db'), { busyTimeoutMs: config.sqliteBusyTimeoutMs });
   const storage = createStorage(db, createSecretBox(loadSecretsKey(config.dataDir, config.secretsKeyHex)));
   const metrics = new Metrics();
   let ready = false;
-  const calls = createCallSystem({ storage, config, clock, log, metrics });
+  // The live machine view (GET /v1/debug/actors, its websocket, /debug): per account, redacted.
+  const inspection = createInspectionHub();
+  const calls = createCallSystem({ storage, config, clock, log, metrics, inspection, redact: redactEvent });
   // Actors come back before the first request can reach them; the carrier is asked about
   // calls that were up while the server starts listening, and readiness waits for it.
-  const restoring = restoreCalls(calls, storage, clock, log);
-  const deps: AppDeps = { config, storage, metrics, clock, calls, isReady: () => ready };
+  const restoring = calls.restore();
+  const deps: AppDeps = { config, storage, metrics, clock, calls, inspection, isReady: () => ready };
   const routes = allRoutes(deps);
   let media: MediaSockets | null = null;
+  let debug: DebugSockets | null = null;
+  const auth = createAuthenticator(storage.accounts);
   const pipeline = createPipeline({
     storage,
-    auth: createAuthenticator(storage.accounts),
+    auth,
     metrics,
     log,
     routes,
@@ -118,6 +127,16 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
         log,
         ...opts.media,
       });
+      debug = registerDebugSockets(app, {
+        source: inspection,
+        auth,
+        clock,
+        metrics,
+        log,
+        trustProxy: config.trustProxy,
+        readsPerMin: config.rateLimits.readsPerMin,
+        ...opts.debug,
+      });
     },
     ...(opts.configure ? { configure: opts.configure } : {}),
   });
@@ -139,6 +158,7 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
     storage,
     http,
     log,
+    inspection,
     stop() {
       stopping ??= (async () => {
         ready = false;
@@ -146,6 +166,7 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
         clearInterval(flush);
         // Streams end while the database is open: their calls' actors record MEDIA.STOPPED.
         media?.closeAll();
+        debug?.closeAll();
         await http.close(config.shutdownGraceMs);
         calls.stop();
         db.close();

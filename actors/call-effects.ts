@@ -1,56 +1,68 @@
-// The real effects of the call machine (docs/design/calls.md "Effects"), given to it
-// with `callMachine.provide()`: dial and hang up through the carrier of the call's
-// number, durable deadlines through the scheduler, the concurrency slot. Each is safe
-// to repeat: a restored promise actor runs again.
-import { fromPromise } from 'xstate';
-import { callMachine, type DialOutput, type HangupInput, type HangupOutput } from '../machines/call.ts';
+// The call machine's effects, carried out after their intent is committed
+// (actors/supervisor.ts), each answering with the event that records its outcome:
+// - dial: DIAL.ACCEPTED | DIAL.REJECTED | DIAL.UNKNOWN (three outcomes, never two);
+// - findDial (an unknown dial reconciled, never redialed): DIAL.FOUND | DIAL.NOT_FOUND | CARRIER.UNREACHABLE;
+// - checkCall (a quiet or restored call asked about): RECONCILED | CARRIER.UNREACHABLE;
+// - hangup (idempotent at both carriers): HANGUP.DONE | CARRIER.UNREACHABLE.
+// After a restart a dial that may have left is not sent again: carrier B's own
+// de-duplication (its command_id, honoured for about 60 s) lets it be resent inside
+// that window; otherwise it is reconciled.
 import type { CallContext } from '../machines/call-outcome.ts';
+import type { CallEvent } from '../machines/call-events.ts';
 import type { PhoneNumberRow, PhoneNumbersRepo } from '../storage/phone-numbers.ts';
+import { classifyDialError, DialRejected } from '../voice/carriers/errors.ts';
 import type { CarrierVoices } from './carrier-voices.ts';
-import type { Concurrency } from './concurrency.ts';
-import type { Scheduler } from './scheduler.ts';
+import type { EffectHandler } from './actor-kind.ts';
 
-export interface EffectDeps {
+export interface CallEffectDeps {
   numbers: PhoneNumbersRepo;
   voices: CarrierVoices;
   publicBaseUrl: string;
-  scheduler: Scheduler;
-  concurrency: Concurrency;
+  clock: () => number;
   /** The one-time media token the call's stream must present. */
   mediaTokenOf(callId: string): string;
-  /** The account's own number on a live call. */
-  phoneNumberOf(callId: string): string | null;
-  /** True, once, for a call restored in the middle of its dial (XState runs the dial again). */
-  takeInterruptedDial(callId: string): boolean;
+  /** Carrier call ids other calls already own (a reconciliation must not claim them). */
+  knownCarrierIds(accountId: string, exceptCallId: string): string[];
 }
 
-/** A dial that cannot be placed for a reason of ours, not the carrier's. */
-export class DialNotPlacedError extends Error {
-  override readonly name = 'DialNotPlacedError';
+/** Carrier B forgets a command_id after about 60 s; a resend is safe well inside that. */
+export const TELNYX_DEDUP_SAFE_MS = 45_000;
+
+/** A thrown error as plain JSON for a snapshot: the fields the API shows, never a stack. */
+function errorJson(err: unknown): Record<string, unknown> {
+  const e = err as Record<string, unknown> & { message?: unknown; name?: unknown };
+  const out: Record<string, unknown> = {};
+  if (err instanceof Error) {
+    out['name'] = err.name;
+    out['message'] = err.message;
+  } else out['message'] = String(err);
+  for (const k of ['carrier', 'status', 'code', 'carrierError', 'outcome', 'reason']) {
+    const v = e?.[k];
+    if (v === undefined) continue;
+    try {
+      out[k] = JSON.parse(JSON.stringify(v));
+    } catch {
+      // not JSON: left out
+    }
+  }
+  return out;
 }
 
-function numberOf(numbers: PhoneNumbersRepo, accountId: string, phoneNumber: string | null): PhoneNumberRow {
-  const row = phoneNumber === null ? undefined : numbers.get(accountId, phoneNumber);
-  if (!row) throw new DialNotPlacedError('the dialing number is no longer on the account');
-  return row;
+function numberOf(numbers: PhoneNumbersRepo, ctx: CallContext): PhoneNumberRow | null {
+  return numbers.get(ctx.accountId, ctx.phoneNumber) ?? null;
 }
 
-/**
- * A dial interrupted by a restart runs again when its actor is restored, and must not
- * place a second call: carrier B drops a repeated dial by its command_id, but carrier A
- * has no such key, so a call caught mid-dial there fails instead (the carrier may or
- * may not have it; its webhooks then find a finished call).
- */
-export function callEffects(deps: EffectDeps): Parameters<typeof callMachine.provide>[0] {
-  return {
-    actors: {
-      dial: fromPromise<DialOutput, CallContext>(async ({ input: ctx }) => {
-        if (deps.takeInterruptedDial(ctx.id) && ctx.provider === 'twilio') {
-          throw new DialNotPlacedError('the service restarted while this call was being dialed; it was not dialed again');
-        }
-        const row = numberOf(deps.numbers, ctx.accountId, ctx.phoneNumber);
-        if (!row.outbound_enabled) throw new DialNotPlacedError('the dialing number is no longer outbound-enabled');
-        return deps.voices.voiceFor(row).dial({
+export function callEffects(deps: CallEffectDeps): Record<string, EffectHandler<CallContext>> {
+  const now = deps.clock;
+  const dial: EffectHandler<CallContext> = {
+    async run({ context: ctx, markSent }): Promise<CallEvent> {
+      const row = numberOf(deps.numbers, ctx);
+      // Nothing is sent for a number that is gone or closed to outbound: a refusal of ours.
+      if (!row) return { type: 'DIAL.REJECTED', at: now(), carrierError: { outcome: 'rejected', message: 'the dialing number is no longer on the account' } };
+      if (!row.outbound_enabled) return { type: 'DIAL.REJECTED', at: now(), carrierError: { outcome: 'rejected', message: 'the dialing number is no longer outbound-enabled' } };
+      markSent();
+      try {
+        const { carrierCallId } = await deps.voices.voiceFor(row).dial({
           callId: ctx.id,
           from: ctx.from,
           to: ctx.to,
@@ -60,25 +72,89 @@ export function callEffects(deps: EffectDeps): Parameters<typeof callMachine.pro
           eventsToken: row.events_token,
           mediaToken: deps.mediaTokenOf(ctx.id),
         });
-      }),
-      hangup: fromPromise<HangupOutput, HangupInput>(async ({ input }) => {
-        // No carrier event ever named the call: there is nothing at the carrier to end.
-        if (input.carrierCallId === null) return undefined;
-        const row = numberOf(deps.numbers, input.accountId, deps.phoneNumberOf(input.callId));
-        await deps.voices.voiceFor(row).hangup(input.carrierCallId);
-        return undefined;
-      }),
+        return { type: 'DIAL.ACCEPTED', at: now(), carrierCallId };
+      } catch (err) {
+        const outcome = classifyDialError(row.provider, err);
+        if (outcome instanceof DialRejected) return { type: 'DIAL.REJECTED', at: now(), carrierError: errorJson(outcome) };
+        return { type: 'DIAL.UNKNOWN', at: now(), carrierError: errorJson(outcome) };
+      }
     },
-    actions: {
-      scheduleDeadline: ({ context }, params) => {
-        deps.scheduler.set({ accountId: context.accountId, actorId: context.id, name: params.name, event: params.event, dueAt: params.dueAt });
-      },
-      cancelDeadline: ({ context }, params) => {
-        deps.scheduler.cancel(context.id, params.name);
-      },
-      releaseSlot: ({ context }) => {
-        deps.concurrency.release(context.accountId, context.id);
-      },
+    resumeSent(intent, ctx, at) {
+      // Carrier B drops a repeated command_id for about a minute: inside that window the
+      // same dial is simply sent again. Anywhere else the outcome is unknown: reconcile.
+      if (ctx.provider === 'telnyx' && intent.sentAt !== null && at - intent.sentAt < TELNYX_DEDUP_SAFE_MS) return null;
+      return { type: 'DIAL.UNKNOWN', at, carrierError: { outcome: 'unknown', message: 'the service stopped while this call was being dialed' } };
     },
   };
+
+  const findDial: EffectHandler<CallContext> = {
+    async run({ context: ctx }): Promise<CallEvent> {
+      const row = numberOf(deps.numbers, ctx);
+      if (!row) return { type: 'CARRIER.UNREACHABLE', at: now() };
+      try {
+        const found = await deps.voices.voiceFor(row).findDialedCall({
+          callId: ctx.id,
+          to: ctx.to,
+          from: ctx.from,
+          since: (ctx.dialedAt ?? ctx.createdAt) - 5_000,
+          exclude: deps.knownCarrierIds(ctx.accountId, ctx.id),
+        });
+        if (!found.found) {
+          // Carrier B lists live calls only: a placed call that already ended reaches us
+          // by its hang-up webhook, so "not live" is only an answer once the give-up passes.
+          if (found.searched === 'live-calls') return { type: 'CARRIER.UNREACHABLE', at: now() };
+          return { type: 'DIAL.NOT_FOUND', at: now() };
+        }
+        return {
+          type: 'DIAL.FOUND',
+          at: now(),
+          carrierCallId: found.carrierCallId,
+          carrierStatus: found.status,
+          ...(found.endedAt !== undefined ? { endedAt: found.endedAt } : {}),
+          ...(found.durationSec !== undefined ? { durationSec: found.durationSec } : {}),
+        };
+      } catch {
+        return { type: 'CARRIER.UNREACHABLE', at: now() };
+      }
+    },
+  };
+
+  const checkCall: EffectHandler<CallContext> = {
+    async run({ context: ctx }): Promise<CallEvent> {
+      const row = numberOf(deps.numbers, ctx);
+      if (!row || ctx.carrierCallId === null) return { type: 'RECONCILED', at: now(), carrierStatus: 'unknown' };
+      try {
+        const info = await deps.voices.voiceFor(row).fetchCall(ctx.carrierCallId);
+        return {
+          type: 'RECONCILED',
+          at: now(),
+          carrierStatus: info.status,
+          ...(info.endedAt !== undefined ? { endedAt: info.endedAt } : {}),
+          ...(info.durationSec !== undefined ? { durationSec: info.durationSec } : {}),
+        };
+      } catch {
+        return { type: 'CARRIER.UNREACHABLE', at: now() };
+      }
+    },
+  };
+
+  const hangup: EffectHandler<CallContext> = {
+    async run({ context: ctx, markSent }): Promise<CallEvent> {
+      // No carrier event ever named the call: there is nothing at the carrier to end.
+      if (ctx.carrierCallId === null) return { type: 'HANGUP.DONE', at: now() };
+      const row = numberOf(deps.numbers, ctx);
+      if (!row) return { type: 'HANGUP.DONE', at: now() };
+      markSent();
+      try {
+        await deps.voices.voiceFor(row).hangup(ctx.carrierCallId);
+        return { type: 'HANGUP.DONE', at: now() };
+      } catch {
+        return { type: 'CARRIER.UNREACHABLE', at: now() };
+      }
+    },
+    // Hanging up twice is harmless at both carriers.
+    resumeSent: () => null,
+  };
+
+  return { dial, findDial, checkCall, hangup };
 }

@@ -1,7 +1,7 @@
 // The call gauges on /metrics: calls holding a slot, calls waiting for one, and the
 // live call actors by the top-level state of their machine, and the media events
 // (stream start and stop, keypad digits) delivered to call actors.
-import type { Metrics } from '../http/metrics.ts';
+import type { Metrics } from '../metrics.ts';
 import type { Concurrency } from './concurrency.ts';
 
 interface GaugeSource {

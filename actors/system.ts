@@ -1,35 +1,25 @@
-// The call supervisor: one actor per live call, started from an input or restored from
-// its snapshot, every one subscribed with next/error/complete. On every change it
-// writes the call row and the snapshot in one transaction; a failing actor or effect is
-// logged and recorded, never rethrown (an unobserved XState error kills the process).
-import { createActor, type Actor, type Subscription } from 'xstate';
+// The calls' face of the runtime: the generic supervisor (supervisor.ts) with calls
+// registered as its first kind (call-kind.ts), the account concurrency slots, the
+// durable scheduler, the media-token bindings, and what the HTTP routes ask of calls.
+// No state name is matched here: calls are read through their tags and context.
 import type { Logger } from 'pino';
 import type { Config } from '../config.ts';
 import type { Storage } from '../storage/index.ts';
-import type { CallWrite } from '../storage/calls.ts';
 import { randomBase62 } from '../storage/ids.ts';
-import { callMachine, callRecordOf, isFinished, type CallSnapshot } from '../machines/call.ts';
+import { CALL_TAGS, isFinished, type CallSnapshot } from '../machines/call.ts';
 import type { CallContext } from '../machines/call-outcome.ts';
-import { callEventSchema, callInputSchema, type CallInput } from '../machines/call-events.ts';
+import { callInputSchema, type CallInput } from '../machines/call-events.ts';
 import type { MediaBindings } from '../voice/media/bindings.ts';
 import { callEffects } from './call-effects.ts';
+import { callKind, callRowOf, publicIdOf } from './call-kind.ts';
 import { createCarrierVoices, type CarrierVoices } from './carrier-voices.ts';
 import { createConcurrency, type Concurrency } from './concurrency.ts';
 import { createScheduler, type Scheduler } from './scheduler.ts';
+import { createSupervisor, type InspectionSink, type StepResult } from './supervisor.ts';
 import { createMediaBindings } from './media-bindings.ts';
 import { registerCallGauges } from './gauges.ts';
-import type { Metrics } from '../http/metrics.ts';
-
-export type CallActor = Actor<typeof callMachine>;
-
-interface Live {
-  actor: CallActor;
-  accountId: string;
-  /** The record was erased: the call is being hung up and nothing more is written. */
-  discarded: boolean;
-  lastWritten: string | null;
-  sub: Subscription | null;
-}
+import type { Metrics } from '../metrics.ts';
+import type { RedactedEvent } from './inspection.ts';
 
 export interface CallSystemDeps {
   storage: Storage;
@@ -37,219 +27,210 @@ export interface CallSystemDeps {
   clock: () => number;
   log: Logger;
   metrics: Metrics;
+  inspection?: InspectionSink;
+  redact?: (kind: string, event: { type: string }) => RedactedEvent;
 }
 
-export type DialOutcome = { ok: true; carrierCallId: string } | { ok: false; carrierError: Record<string, unknown> };
+/** How the outbound route's dial settled. */
+export type DialOutcome =
+  | { outcome: 'accepted'; carrierCallId: string }
+  | { outcome: 'rejected'; carrierError: Record<string, unknown> }
+  | { outcome: 'unknown'; carrierError: Record<string, unknown> };
 
+export { publicIdOf };
 export const newMediaToken = (): string => `mt_${randomBase62(40)}`;
 
-/** The public call_id: the carrier's id, except for a call that waited for a slot (contract.md §2). */
-export const publicIdOf = (ctx: CallContext): string => (ctx.queued ? ctx.id : (ctx.carrierCallId ?? ctx.id));
+/** How long account deletion waits for each live call's hang-up at the carrier. */
+const ACCOUNT_HANGUP_TIMEOUT_MS = 5000;
+/** Queued calls are offered free slots at least this often (a raised plan limit applies within it). */
+const PUMP_INTERVAL_MS = 1000;
 
 export function createCallSystem(deps: CallSystemDeps) {
   const { storage, clock, log } = deps;
-  const live = new Map<string, Live>();
-  const byCarrierId = new Map<string, string>();
-  const tokens = new Map<string, string>();
-  // The call's prompt lives here only (api.md: stored nowhere), for the conversation engine.
-  const prompts = new Map<string, string>();
   const voices: CarrierVoices = createCarrierVoices(storage.numbers, deps.config);
+  // Media tokens of calls not yet written (their first commit takes them) and of live calls.
+  const tokens = new Map<string, string>();
+  const byCarrierId = new Map<string, string>();
+  // Calls whose record was erased: their row is never written again.
+  const discarded = new Set<string>();
   // Media events handed to actors, for /metrics: they change no call state the API shows.
   const mediaEvents = { dtmf: 0, started: 0, stopped: 0 };
 
+  const supervisor = createSupervisor({ storage, clock, log, ...(deps.inspection ? { inspection: deps.inspection } : {}), ...(deps.redact ? { redact: deps.redact } : {}) });
+
   const concurrency: Concurrency = createConcurrency({
     limitOf: (accountId) => storage.accounts.getAccount(accountId)?.concurrency_limit ?? 0,
-    // Deferred: a slot frees inside another call's transition, and the grant must not run inside it.
-    // A call that is gone meanwhile hands its slot straight back.
+    // Deferred: a slot frees inside another call's commit, and the grant must not run inside it.
+    // A call that does not take it (gone, or its commit failed) hands it straight back.
     grant: (accountId, id) =>
       queueMicrotask(() => {
-        if (!send(id, { type: 'SLOT.GRANTED', at: clock() })) concurrency.release(accountId, id);
+        if (send(id, { type: 'SLOT.GRANTED', at: clock() }) !== 'taken') concurrency.release(accountId, id);
       }),
     log,
   });
-  const scheduler: Scheduler = createScheduler({ deadlines: storage.deadlines, clock, log, fire: (id, event) => void send(id, event) });
 
-  // Calls restored while their dial was in flight (restore.ts); see call-effects.ts.
-  const interruptedDials = new Set<string>();
-  const effectDeps = {
-    numbers: storage.numbers,
-    voices,
-    publicBaseUrl: deps.config.publicBaseUrl,
-    scheduler,
-    concurrency,
-    mediaTokenOf(id: string): string {
-      let token = tokens.get(id) ?? storage.calls.getByInternalId(id)?.media_token ?? null;
-      if (token === null) tokens.set(id, (token = newMediaToken()));
-      return token;
-    },
-    takeInterruptedDial: (id: string): boolean => interruptedDials.delete(id),
-    phoneNumberOf: (id: string) => live.get(id)?.actor.getSnapshot().context.phoneNumber ?? storage.calls.getByInternalId(id)?.phone_number ?? null,
+  const mediaTokenOf = (id: string): string => {
+    let token = tokens.get(id) ?? storage.calls.getByInternalId(id)?.media_token ?? null;
+    if (token === null) tokens.set(id, (token = newMediaToken()));
+    return token;
   };
-  const machine = callMachine.provide(callEffects(effectDeps));
 
-  function rowOf(ctx: CallContext): CallWrite {
-    const r = callRecordOf(ctx);
-    return {
-      internalId: ctx.id,
-      callId: publicIdOf(ctx),
-      accountId: ctx.accountId,
-      agentId: ctx.agentId,
-      direction: ctx.direction,
-      callStatus: r.call_status,
-      fromNumber: ctx.from,
-      toNumber: ctx.to,
-      phoneNumber: ctx.phoneNumber,
-      provider: ctx.provider,
-      carrierCallId: r.carrier_call_id,
-      startedAt: r.started_at,
-      endedAt: r.ended_at,
-      durationMs: r.duration_ms,
-      endedReason: r.ended_reason,
-      chargedMinutes: r.charged_minutes,
-      campaignId: ctx.campaignId,
-      voicemailDetected: r.voicemail_detected,
-      createdAt: ctx.createdAt,
-      updatedAt: clock(),
-    };
-  }
+  const snapshotOf = (id: string): CallSnapshot | null => supervisor.snapshotOf(id) as CallSnapshot | null;
+  const contextOf = (id: string): CallContext | null => snapshotOf(id)?.context ?? null;
 
-  /** An outbound call dialed at once is not a call until the carrier accepts it: nothing is written before. */
-  const persistable = (ctx: CallContext): boolean => ctx.direction === 'inbound' || ctx.queued || ctx.carrierCallId !== null;
-
-  function persist(entry: Live, snap: CallSnapshot): void {
-    const ctx = snap.context;
-    if (entry.discarded || !persistable(ctx)) return;
-    const persisted = entry.actor.getPersistedSnapshot();
-    const json = JSON.stringify(persisted);
-    if (json === entry.lastWritten) return;
-    storage.tx(() => {
-      storage.calls.save(rowOf(ctx), tokens.get(ctx.id) ?? null);
-      storage.snapshots.save({ actorId: ctx.id, accountId: ctx.accountId, kind: 'call', snapshot: persisted, done: snap.status === 'done', now: clock() });
-    });
-    entry.lastWritten = json;
-  }
-
-  function forget(id: string): void {
-    const entry = live.get(id);
-    if (!entry) return;
-    live.delete(id);
-    entry.sub?.unsubscribe();
-    const ctx = entry.actor.getSnapshot().context;
-    if (ctx.carrierCallId !== null && byCarrierId.get(ctx.carrierCallId) === id) byCarrierId.delete(ctx.carrierCallId);
-    tokens.delete(id);
-    prompts.delete(id);
-  }
-
-  function onNext(entry: Live, snap: CallSnapshot): void {
-    const ctx = snap.context;
-    if (ctx.carrierCallId !== null) byCarrierId.set(ctx.carrierCallId, ctx.id);
+  /** The call's transition threw: its carrier leg is hung up and it is recorded failed. */
+  function crashed(ctx: CallContext): void {
+    concurrency.release(ctx.accountId, ctx.id);
+    const number = storage.numbers.get(ctx.accountId, ctx.phoneNumber);
+    if (ctx.carrierCallId !== null && number) {
+      voices
+        .voiceFor(number)
+        .hangup(ctx.carrierCallId)
+        .catch((err: unknown) => log.error({ err, call_id: ctx.id }, 'hanging up a failed call actor’s leg failed'));
+    }
     try {
-      persist(entry, snap);
+      const now = clock();
+      storage.tx(() => {
+        const row = callRowOf(ctx, now);
+        if (row.endedAt === null && !discarded.has(ctx.id)) {
+          storage.calls.save({ ...row, callStatus: ctx.startedAt !== null ? 'completed' : 'failed', endedReason: 'failed', endedAt: now, durationMs: ctx.startedAt !== null ? now - ctx.startedAt : 0 });
+        }
+        storage.snapshots.markDone(ctx.accountId, ctx.id, now);
+        storage.deadlines.cancelAll(ctx.id);
+        storage.intents.removeActor(ctx.id);
+        storage.callPrompts.erase(ctx.id);
+      });
     } catch (err) {
-      log.error({ err, call_id: ctx.id }, 'writing the call state failed');
+      log.error({ err, call_id: ctx.id }, 'recording a failed call actor failed');
     }
-    // No post-call work exists yet (recording, analysis and webhooks come later): done at once.
-    if (snap.value === 'post-call') queueMicrotask(() => void send(ctx.id, { type: 'POSTCALL.DONE', at: clock() }));
-    if (snap.status === 'done') forget(ctx.id);
   }
 
-  function onError(entry: Live, err: unknown): void {
-    const ctx = entry.actor.getSnapshot().context;
-    log.error({ err, call_id: ctx.id }, 'call actor failed');
-    try {
-      concurrency.release(ctx.accountId, ctx.id);
-      scheduler.cancelAll(ctx.id);
-      if (!entry.discarded && persistable(ctx)) {
-        const row = rowOf(ctx);
-        const stillOpen = row.endedAt === null;
-        storage.tx(() => {
-          // A call that had not ended has no truthful ending left: it failed with its actor.
-          if (stillOpen) storage.calls.save({ ...row, callStatus: 'failed', endedReason: 'failed', endedAt: clock(), durationMs: row.durationMs ?? 0 });
-          storage.snapshots.markDone(ctx.accountId, ctx.id, clock());
-        });
+  supervisor.register(
+    callKind({
+      storage: {
+        ...storage,
+        // An erased call's row is not brought back by its last transitions.
+        calls: { ...storage.calls, save: (w, token) => (discarded.has(w.internalId) ? undefined : storage.calls.save(w, token)) },
+      } as Storage,
+      effects: callEffects({
+        numbers: storage.numbers,
+        voices,
+        publicBaseUrl: deps.config.publicBaseUrl,
+        clock,
+        mediaTokenOf,
+        knownCarrierIds: (accountId, exceptId) =>
+          supervisor
+            .list({ kind: 'call', accountId })
+            .filter((a) => a.id !== exceptId)
+            .map((a) => (a.snapshot.context as CallContext).carrierCallId)
+            .filter((c): c is string => c !== null),
+      }),
+      takeMediaToken: (id) => tokens.get(id) ?? null,
+      releaseSlot: (accountId, id) => concurrency.release(accountId, id),
+      requestSlot: (accountId, id) => concurrency.enqueue(accountId, id),
+      holdSlot: (accountId, id) => concurrency.forceAcquire(accountId, id),
+      enqueue: (accountId, id) => concurrency.enqueue(accountId, id),
+      crashed,
+      settled: (snap, live) => {
+        const ctx = snap.context;
+        if (live) {
+          if (ctx.carrierCallId !== null) byCarrierId.set(ctx.carrierCallId, ctx.id);
+          // No post-call work exists yet (recording, analysis and webhooks come later): done at once.
+          if (isFinished(snap)) queueMicrotask(() => void send(ctx.id, { type: 'POSTCALL.DONE', at: clock() }));
+        } else forgetIfDone(ctx.id, ctx);
+      },
+    }),
+  );
+
+  const scheduler: Scheduler = createScheduler({
+    deadlines: storage.deadlines,
+    clock,
+    log,
+    deliver: (row, now) => supervisor.deliverDeadline(row, now),
+    isGone: (actorId) => !supervisor.isLive(actorId),
+  });
+
+  function forgetIfDone(id: string, ctx: CallContext | null): void {
+    if (supervisor.isLive(id)) return;
+    tokens.delete(id);
+    if (discarded.delete(id)) {
+      // An erased call leaves nothing behind once it has ended, not even its snapshot.
+      try {
+        storage.snapshots.remove(id);
+      } catch (err) {
+        log.warn({ err, call_id: id }, 'removing an erased call’s snapshot failed');
       }
-    } catch (e) {
-      log.error({ err: e, call_id: ctx.id }, 'recording a failed call actor failed');
     }
-    forget(ctx.id);
+    if (ctx?.carrierCallId && byCarrierId.get(ctx.carrierCallId) === id) byCarrierId.delete(ctx.carrierCallId);
   }
 
-  function attach(actor: CallActor, accountId: string, id: string): Live {
-    const entry: Live = { actor, accountId, discarded: false, lastWritten: null, sub: null };
-    live.set(id, entry);
-    entry.sub = actor.subscribe({
-      next: (snap) => onNext(entry, snap),
-      error: (err) => onError(entry, err),
-      complete: () => forget(id),
-    });
-    return entry;
-  }
-
-  /** Sends an event to a live call, parsed with the event schema first; false when the call is not live. */
-  function send(id: string, event: unknown): boolean {
-    const entry = live.get(id);
-    if (!entry) return false;
-    const parsed = callEventSchema.safeParse(event);
-    if (!parsed.success) {
-      log.warn({ call_id: id, issues: parsed.error.issues.length }, 'dropped an event that does not parse');
-      return false;
+  /** Sends an event to a live call (parsed with the event schema first). */
+  function send(id: string, event: unknown): StepResult {
+    const result = supervisor.send(id, event);
+    if (result === 'taken') {
+      const type = (event as { type?: string }).type;
+      if (type === 'DTMF') mediaEvents.dtmf++;
+      else if (type === 'MEDIA.STARTED') mediaEvents.started++;
+      else if (type === 'MEDIA.STOPPED') mediaEvents.stopped++;
     }
-    entry.actor.send(parsed.data);
-    if (parsed.data.type === 'DTMF') mediaEvents.dtmf++;
-    else if (parsed.data.type === 'MEDIA.STARTED') mediaEvents.started++;
-    else if (parsed.data.type === 'MEDIA.STOPPED') mediaEvents.stopped++;
-    return true;
+    return result;
   }
 
-  const contextOf = (id: string): CallContext | null => live.get(id)?.actor.getSnapshot().context ?? null;
   const isLive = (id: string): boolean => {
-    const entry = live.get(id);
-    return entry !== undefined && !isFinished(entry.actor.getSnapshot());
+    const snap = snapshotOf(id);
+    return snap !== null && !isFinished(snap);
   };
-  const bindings: MediaBindings = createMediaBindings(storage.calls, { contextOf, isLive, send }, log);
+  const bindings: MediaBindings = createMediaBindings(storage.calls, { contextOf, isLive, send: (id, e) => send(id, e) === 'taken' }, log);
+  const pump = setInterval(() => concurrency.pumpAll(), PUMP_INTERVAL_MS);
+  pump.unref();
 
   const system = {
     concurrency,
     scheduler,
     voices,
-    /** Starts a new call actor; the media token goes in the call's row with its first write. */
-    start(input: CallInput, opts: { mediaToken?: string; prompt?: string } = {}): CallActor {
+    supervisor,
+    /**
+     * Creates a call: its row, snapshot, first deadlines and first effect intent (the
+     * dial) are committed before anything runs, together with the sealed per-call prompt
+     * and whatever `extra` writes (the outbound route's idempotent answer). Throws when
+     * that commit fails: then the call does not exist and nothing was done.
+     */
+    start(input: CallInput, opts: { mediaToken?: string; prompt?: string; extra?: () => void } = {}): CallSnapshot {
       const parsed = callInputSchema.parse(input);
       tokens.set(parsed.id, opts.mediaToken ?? newMediaToken());
-      if (opts.prompt !== undefined) prompts.set(parsed.id, opts.prompt);
-      const actor = createActor(machine, { input: parsed });
-      attach(actor, parsed.accountId, parsed.id);
-      actor.start();
-      return actor;
-    },
-    /** Brings a persisted actor back (restore.ts); a dial it was in the middle of is marked interrupted. */
-    adopt(snapshot: unknown, accountId: string, id: string, midDial: boolean): CallActor {
-      if (midDial) interruptedDials.add(id);
-      // The input is ignored when a snapshot is given; the context carries it.
-      const actor = createActor(machine, { snapshot: snapshot as CallSnapshot, input: (snapshot as CallSnapshot).context });
-      const entry = attach(actor, accountId, id);
-      entry.lastWritten = JSON.stringify(snapshot);
-      actor.start();
-      return actor;
+      try {
+        const snap = supervisor.start('call', parsed.id, parsed, () => {
+          if (opts.prompt !== undefined) storage.callPrompts.put(parsed.id, parsed.accountId, opts.prompt);
+          opts.extra?.();
+        }) as CallSnapshot;
+        return snap;
+      } catch (err) {
+        tokens.delete(parsed.id);
+        throw err;
+      }
     },
     send,
-    /** Resolves once an immediate dial is settled: the carrier's id, or its refusal. */
-    dialOutcome(actor: CallActor): Promise<DialOutcome> {
+    /** Resolves once the call's dial has an outcome: accepted, rejected or unknown. */
+    dialOutcome(id: string): Promise<DialOutcome> {
       return new Promise((resolve) => {
-        const check = (snap: CallSnapshot): boolean => {
+        const watching = supervisor.watch(id, (raw) => {
+          const snap = raw as CallSnapshot;
           const ctx = snap.context;
-          if (ctx.carrierCallId !== null) resolve({ ok: true, carrierCallId: ctx.carrierCallId });
-          else if (snap.value !== 'dialing' || snap.status !== 'active') resolve({ ok: false, carrierError: ctx.carrierError ?? { message: 'the call ended before it was dialed' } });
+          if (ctx.dialOutcome === 'accepted' && ctx.carrierCallId !== null) resolve({ outcome: 'accepted', carrierCallId: ctx.carrierCallId });
+          else if (ctx.dialOutcome === 'unknown') resolve({ outcome: 'unknown', carrierError: ctx.carrierError ?? { outcome: 'unknown' } });
+          else if (isFinished(snap)) {
+            // Ended before its dial settled (the carrier's events overtook it): say what it was.
+            if (ctx.carrierCallId !== null) resolve({ outcome: 'accepted', carrierCallId: ctx.carrierCallId });
+            else resolve({ outcome: 'rejected', carrierError: ctx.carrierError ?? { message: 'the call ended before it was dialed' } });
+          } else if (ctx.carrierCallId !== null && !snap.hasTag(CALL_TAGS.dialing)) resolve({ outcome: 'accepted', carrierCallId: ctx.carrierCallId });
           else return false;
           return true;
-        };
-        if (check(actor.getSnapshot())) return;
-        const sub = actor.subscribe({
-          next: (snap) => {
-            if (check(snap)) sub.unsubscribe();
-          },
-          error: () => resolve({ ok: false, carrierError: { message: 'the call failed while dialing' } }),
         });
+        if (!watching) {
+          const row = storage.calls.getByInternalId(id);
+          if (row?.carrier_call_id) resolve({ outcome: 'accepted', carrierCallId: row.carrier_call_id });
+          else resolve({ outcome: 'rejected', carrierError: { message: 'the call ended before it was dialed' } });
+        }
       });
     },
     contextOf,
@@ -257,7 +238,7 @@ export function createCallSystem(deps: CallSystemDeps) {
     /** The live call of this account with this carrier id. */
     findByCarrierCallId(accountId: string, carrierCallId: string): string | null {
       const id = byCarrierId.get(carrierCallId);
-      return id !== undefined && live.get(id)?.accountId === accountId ? id : null;
+      return id !== undefined && supervisor.accountOf(id) === accountId ? id : null;
     },
     /**
      * The live call with this carrier id, whichever account it is on: a carrier B
@@ -266,35 +247,74 @@ export function createCallSystem(deps: CallSystemDeps) {
      */
     findAnyByCarrierCallId(carrierCallId: string): string | null {
       const id = byCarrierId.get(carrierCallId);
-      return id !== undefined && live.has(id) ? id : null;
+      return id !== undefined && supervisor.isLive(id) ? id : null;
     },
-    mediaTokenOf: effectDeps.mediaTokenOf,
-    promptOf: (id: string): string | undefined => prompts.get(id),
+    mediaTokenOf,
+    /** The per-call prompt, while the call is queued or live (sealed at rest). */
+    promptOf: (id: string): string | undefined => storage.callPrompts.get(id) ?? undefined,
     /**
-     * The call's record was erased: write nothing more for it, and end it (a queued call
+     * The call's record was erased: write no row for it again, and end it (a queued call
      * leaves its queue; a call on the line is hung up at the carrier).
      */
     discard(id: string): void {
-      const entry = live.get(id);
-      if (!entry) return;
-      entry.discarded = true;
-      prompts.delete(id);
-      if (!isFinished(entry.actor.getSnapshot())) send(id, { type: 'HANGUP.REQUESTED', at: clock(), reason: 'canceled' });
+      if (!supervisor.isLive(id)) return;
+      discarded.add(id);
+      try {
+        storage.callPrompts.erase(id);
+      } catch (err) {
+        log.warn({ err, call_id: id }, 'erasing a discarded call’s prompt failed');
+      }
+      if (isLive(id)) send(id, { type: 'HANGUP.REQUESTED', at: clock(), reason: 'canceled' });
+    },
+    /**
+     * Before an account's rows go: its live calls are hung up at the carrier (each
+     * bounded by a timeout), its queue emptied and its actors stopped.
+     */
+    async stopAccount(accountId: string): Promise<{ hungUp: number; stopped: number }> {
+      const actors = supervisor.list({ accountId });
+      let hungUp = 0;
+      await Promise.all(
+        actors.map(async ({ id, snapshot }) => {
+          const ctx = snapshot.context as CallContext;
+          concurrency.release(accountId, id);
+          if (!snapshot.hasTag(CALL_TAGS.holdsSlot) || ctx.carrierCallId === null) return;
+          const number = storage.numbers.get(accountId, ctx.phoneNumber);
+          if (!number) return;
+          try {
+            await Promise.race([
+              voices.voiceFor(number).hangup(ctx.carrierCallId),
+              new Promise((_, reject) => setTimeout(() => reject(new Error('hang-up timed out')), ACCOUNT_HANGUP_TIMEOUT_MS).unref()),
+            ]);
+            hungUp++;
+          } catch (err) {
+            log.warn({ err, call_id: id }, 'hanging up a call of a deleted account failed');
+          }
+        }),
+      );
+      supervisor.forget(actors.map((a) => a.id));
+      for (const { id, snapshot } of actors) forgetIfDone(id, snapshot.context as CallContext);
+      return { hungUp, stopped: actors.length };
+    },
+    /** Boot: every unfinished call comes back (see supervisor.restore and call-kind.ts). */
+    async restore() {
+      const result = await supervisor.restore();
+      for (const { id, snapshot } of supervisor.list({ kind: 'call' })) {
+        const carrierCallId = (snapshot.context as CallContext).carrierCallId;
+        if (carrierCallId !== null) byCarrierId.set(carrierCallId, id);
+      }
+      if (result.restored + result.abandoned > 0) log.info(result, 'actors restored');
+      return result;
     },
     mediaEvents: (): Readonly<typeof mediaEvents> => mediaEvents,
-    liveActors(): CallActor[] {
-      return [...live.values()].map((e) => e.actor);
+    liveActors(): { getSnapshot(): { value: unknown } }[] {
+      return supervisor.list({ kind: 'call' }).map((a) => ({ getSnapshot: () => a.snapshot }));
     },
     /** How a media websocket claims its call with the one-time token. */
     bindings,
     stop(): void {
+      clearInterval(pump);
       scheduler.stop();
-      for (const id of [...live.keys()]) {
-        const entry = live.get(id)!;
-        entry.sub?.unsubscribe();
-        entry.actor.stop();
-      }
-      live.clear();
+      supervisor.stop();
     },
   };
   registerCallGauges(deps.metrics, system);

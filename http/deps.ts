@@ -2,8 +2,9 @@
 // through the real server, never a stand-in.
 import type { Config } from '../config.ts';
 import type { Storage } from '../storage/index.ts';
-import type { Metrics } from './metrics.ts';
+import type { Metrics } from '../metrics.ts';
 import type { CallSystem } from '../actors/system.ts';
+import type { LiveActorSource } from '../actors/inspection.ts';
 
 export interface AppDeps {
   config: Config;
@@ -12,6 +13,8 @@ export interface AppDeps {
   clock: () => number;
   /** The call supervisor: live call actors, concurrency slots, deadlines. */
   calls: CallSystem;
+  /** The live machine view: the account's live actors and their inspection events, redacted. */
+  inspection: LiveActorSource;
   /** True once storage is open and every unfinished actor is restored. */
   isReady: () => boolean;
 }

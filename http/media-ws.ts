@@ -15,7 +15,7 @@ import type { Logger } from 'pino';
 import type { EngineFactory } from '../voice/engine/engine.ts';
 import type { MediaBindings, MediaProvider } from '../voice/media/bindings.ts';
 import { CLOSE_POLICY, createMediaSession, DEFAULT_MAX_BUFFERED_BYTES, type MediaCounters, type MediaSession } from '../voice/media/session.ts';
-import type { Metrics } from './metrics.ts';
+import type { Metrics } from '../metrics.ts';
 
 export interface MediaSocketDeps {
   bindings: MediaBindings;

@@ -14,7 +14,7 @@ import type { Authenticator, AuthContext } from './auth.ts';
 import { parseWith } from './validation.ts';
 import { canonicalPath } from './canonical-path.ts';
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from './json-depth.ts';
-import type { Metrics } from './metrics.ts';
+import type { Metrics } from '../metrics.ts';
 import { createRequestLog } from './request-log.ts';
 
 export interface RawRequest {
@@ -181,7 +181,10 @@ export function createPipeline(deps: PipelineDeps) {
 
     save(st: number, b: string, h?: Record<string, string>): void {
       const idem = this.idem;
-      if (!idem || st >= 500) return;
+      // 5xx answers are not stored (a retry may succeed), except a route's provider errors
+      // that record an effect already attempted (an outbound dial's 502): replaying those
+      // is what keeps a retry from acting twice.
+      if (!idem || (st >= 500 && !(st === 502 && this.route?.storesProviderErrors))) return;
       const sealed = storage.secrets.seal(JSON.stringify(h ? { b, h } : { b }));
       storage.idempotency.save(idem.scope, this.req.method, this.req.path, idem.key, idem.hash, st, sealed, this.now);
     }
@@ -251,6 +254,7 @@ export function createPipeline(deps: PipelineDeps) {
           body: r.rawBody ? raw : parseJsonBody(r, req, raw),
           query: parseQuery(r, searchParams),
           auth: this.auth,
+          idempotency: this.idem ? { store: (status: number, body: unknown) => this.save(status, JSON.stringify(body)) } : null,
         };
 
         if (r.async) {

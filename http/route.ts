@@ -24,6 +24,12 @@ export interface HandlerContext<B, Q> extends RequestInfo {
   body: B;
   query: Q;
   auth: AuthContext | null;
+  /**
+   * Set when the request carries an Idempotency-Key: stores an answer under it now, for a
+   * handler that must make it durable inside its own transaction (before it acts), so a
+   * retry after a crash replays it instead of acting again. The final answer replaces it.
+   */
+  idempotency: { store(status: number, body: unknown): void } | null;
 }
 
 export interface HandlerResult {
@@ -67,6 +73,8 @@ export interface RouteDef<B = unknown, Q = unknown> {
    * manage their own transactions.
    */
   async?: boolean;
+  /** Store 502 answers under the Idempotency-Key too: they report an effect that was attempted. */
+  storesProviderErrors?: boolean;
   handler: (ctx: HandlerContext<B, Q>) => HandlerResult | Promise<HandlerResult>;
 }
 

@@ -66,10 +66,41 @@ export const callEventSchema = z.discriminatedUnion('type', [
   /** The hang-up effect finished (the carrier confirmed, or the call was already gone). */
   z.object({ type: z.literal('HANGUP.DONE'), at }),
   /**
-   * After a restart: what the carrier says of a call whose media died with the process.
-   * `active` means the carrier still has it up (the machine hangs up and ends it as media_lost).
+   * What the carrier says of a call we asked it about: after a restart (its media died
+   * with the process: `active` means we hang up, media_lost) or because the call went
+   * quiet past its state's deadline (`active` means it goes on). `endedAt` and
+   * `durationSec` are the carrier's own, so a call that ended while we were down is
+   * billed to its real end.
    */
-  z.object({ type: z.literal('RECONCILED'), at, carrierStatus: z.enum([...FINAL_CALL_STATUSES, 'active', 'unknown']) }),
+  z.object({
+    type: z.literal('RECONCILED'),
+    at,
+    carrierStatus: z.enum([...FINAL_CALL_STATUSES, 'active', 'unknown']),
+    /** The carrier says the far end answered (a live call that is past ringing). */
+    answered: z.boolean().optional(),
+    endedAt: at.optional(),
+    durationSec: z.number().nonnegative().optional(),
+  }),
+  /** The dial's answer never came (timeout, reset, crash): the carrier may or may not have the call. */
+  z.object({ type: z.literal('DIAL.UNKNOWN'), at, carrierError: z.record(z.string(), z.unknown()).optional() }),
+  /** Reconciling an unknown dial: the carrier has the call. */
+  z.object({
+    type: z.literal('DIAL.FOUND'),
+    at,
+    carrierCallId: z.string().min(1),
+    carrierStatus: z.enum([...FINAL_CALL_STATUSES, 'active', 'unknown']),
+    answered: z.boolean().optional(),
+    endedAt: at.optional(),
+    durationSec: z.number().nonnegative().optional(),
+  }),
+  /** Reconciling an unknown dial: the carrier has no such call; it was never placed. */
+  z.object({ type: z.literal('DIAL.NOT_FOUND'), at }),
+  /** The carrier could not be asked (reconciliation or hang-up); the machine retries on a timer. */
+  z.object({ type: z.literal('CARRIER.UNREACHABLE'), at }),
+  /** A durable deadline of the machine's own came due (see the TIMERS list). */
+  z.object({ type: z.literal('TIMER'), at, name: z.enum(['queue_check', 'stale', 'retry', 'give_up']) }),
+  /** The actor came back after a restart; calls whose media died with the process ask the carrier. */
+  z.object({ type: z.literal('RESTORED'), at }),
   /** Post-call work (recording, analysis, webhooks) finished; later issues fill it in. */
   z.object({ type: z.literal('POSTCALL.DONE'), at }),
 ]);

@@ -21,6 +21,12 @@ export interface CallContext extends CallInput {
   dialedAt: number | null;
   /** What the carrier said when it refused the dial (JSON of the error). */
   carrierError: Record<string, unknown> | null;
+  /** accepted / rejected / unknown (its answer never came: reconciled, never redialed); null before. */
+  dialOutcome: 'accepted' | 'rejected' | 'unknown' | null;
+  /** Restored after a restart and not yet reconciled: the media died with the process. */
+  restored: boolean;
+  /** Hang-up requests made to the carrier so far. */
+  hangupAttempts: number;
 }
 
 /** The event that finished a call, in the terms the table needs. */

@@ -1,28 +1,56 @@
 // The machine of one call (docs/design/calls.md "The machine"): pure, clock-free and
-// order-tolerant. Effects (dial, hang up, durable deadlines, the concurrency slot) are
-// named here and provided by `actors/` with `callMachine.provide()`.
-import { assign, fromPromise, setup, type SnapshotFrom } from 'xstate';
-import { FINAL_CALL_STATUSES, type CallEvent, type CallInput, type HangupReason } from './call-events.ts';
-import { errorToJson, finalValues, type CallContext, type Ending, type ServiceHangupReason } from './call-outcome.ts';
+// order-tolerant. It is driven by the supervisor through XState's pure `transition()`:
+// nothing here runs. Every effect is a named action the transition returns; the
+// supervisor commits the new snapshot, the call row and the effect's intent in one
+// transaction, and only then acts (actors/supervisor.ts). Effects:
+// - intents, done outside after the commit, their outcome coming back as an event:
+//   `dial` (DIAL.ACCEPTED | DIAL.REJECTED | DIAL.UNKNOWN), `findDial` (DIAL.FOUND |
+//   DIAL.NOT_FOUND | CARRIER.UNREACHABLE), `checkCall` (RECONCILED | CARRIER.UNREACHABLE),
+//   `hangup` (HANGUP.DONE | CARRIER.UNREACHABLE);
+// - durable deadlines, written in the same transaction: `scheduleDeadline`, `cancelDeadline`;
+// - the account's concurrency slot, after the commit: `releaseSlot`, `requestSlot`.
+// Every state that waits on the outside world has a deadline, so a lost callback or a
+// lost effect never leaves a call (and its slot) waiting for ever.
+import { assign, setup, type SnapshotFrom } from 'xstate';
+import { FINAL_CALL_STATUSES, type CallEvent, type CallInput, type FinalCallStatus, type HangupReason } from './call-events.ts';
+import { finalValues, type CallContext, type Ending, type ServiceHangupReason } from './call-outcome.ts';
 
 export { callRecordOf, chargedMinutes, type CallContext, type CallRecordFields, type ServiceHangupReason } from './call-outcome.ts';
 
-/** What the `dial` effect resolves with. It rejects with the carrier's error. */
-export interface DialOutput {
-  carrierCallId: string;
-}
+/** Bumped whenever a persisted snapshot of the previous version would not restore as is. */
+export const CALL_MACHINE_VERSION = 2;
 
-/** Input of the `hangup` effect. `carrierCallId` is null only when no carrier event ever named the call. */
-export interface HangupInput {
-  callId: string;
-  accountId: string;
-  provider: CallInput['provider'];
-  carrierCallId: string | null;
-  reason: ServiceHangupReason;
-}
+/** Tags the runtime reads instead of state names. */
+export const CALL_TAGS = {
+  /** The call holds one of its account's concurrency slots. */
+  holdsSlot: 'holdsSlot',
+  /** The call waits in its account's queue for a slot. */
+  queued: 'queued',
+  /** The dial's outcome is not known yet (in flight, or being reconciled). */
+  dialing: 'dialing',
+  /** The call has its final status and ended_reason (post-call work may still run). */
+  finished: 'finished',
+} as const;
 
-/** The `hangup` effect may say when the carrier confirmed; otherwise the request time ends the call. */
-export type HangupOutput = { at?: number } | undefined | void;
+/** How long each waiting state waits before it looks again (ms). */
+export const LIVENESS = {
+  /** A queued call asks the pool again this often (a missed grant cannot strand it). */
+  queueCheckMs: 60_000,
+  /** A dial whose outcome never came back is treated as unknown and reconciled. */
+  dialMs: 30_000,
+  /** initiated / ringing: the carrier rings for at most 60 s; past this it is asked. */
+  ringMs: 120_000,
+  /** A connected call is checked with the carrier this often (a lost hang-up callback). */
+  connectedCheckMs: 300_000,
+  /** A hang-up not confirmed within this is asked again. */
+  hangupMs: 30_000,
+  /** A carrier that could not be asked is asked again after this. */
+  retryMs: 15_000,
+  /** A dial still unknown after this is given up as failed, saying so. */
+  dialGiveUpMs: 15 * 60_000,
+  /** Hang-up attempts before the call is ended on our word alone. */
+  hangupAttempts: 5,
+} as const;
 
 /** Params of the `scheduleDeadline` action: a durable timer that later sends `event`. */
 export interface DeadlineParams {
@@ -31,16 +59,23 @@ export interface DeadlineParams {
   dueAt: number;
 }
 
-/** The only deadline this issue uses: the agent's max call duration. */
 export const MAX_DURATION_DEADLINE = 'max_duration';
 
-const TERMINAL_TAG = 'finished';
-
 type Ev<T extends CallEvent['type']> = Extract<CallEvent, { type: T }>;
+type TimerName = Ev<'TIMER'>['name'];
 
-/** The time to end a call on when the hang-up effect settles without saying when. */
-const hangupEndAt = (ctx: CallContext, output: HangupOutput): number =>
-  output && typeof output.at === 'number' ? output.at : (ctx.hangupRequestedAt ?? ctx.dialedAt ?? ctx.createdAt);
+/** The time of the event being handled; the initial transition has none, the call's creation stands in. */
+const timeOf = (context: CallContext, event: { type: string; at?: unknown }): number =>
+  typeof event.at === 'number' ? event.at : context.createdAt;
+
+const timer = (name: TimerName, afterMs: number) => ({
+  type: 'scheduleDeadline' as const,
+  params: ({ context, event }: { context: CallContext; event: CallEvent }): DeadlineParams => {
+    const dueAt = timeOf(context, event) + afterMs;
+    return { name, dueAt, event: { type: 'TIMER', at: dueAt, name } };
+  },
+});
+const cancel = (name: string) => ({ type: 'cancelDeadline' as const, params: { name } });
 
 const requestHangup = (ctx: CallContext, reason: ServiceHangupReason, at: number): Partial<CallContext> =>
   ctx.hangupReason !== null
@@ -53,30 +88,47 @@ const answered = (ctx: CallContext, at: number, carrierCallId?: string): Partial
   carrierCallId: ctx.carrierCallId ?? carrierCallId ?? null,
 });
 
+const isFinal = (status: string): status is FinalCallStatus => (FINAL_CALL_STATUSES as readonly string[]).includes(status);
+
+/** The carrier's own end of a call it reports finished: its end time when it gave one. */
+function carrierEnding(e: Ev<'CARRIER.ENDED'> | Ev<'RECONCILED'> | Ev<'DIAL.FOUND'>): Ending {
+  if (e.type === 'CARRIER.ENDED') return { by: 'carrier', status: e.status, at: e.at, durationSec: e.durationSec };
+  return { by: 'carrier', status: e.carrierStatus as FinalCallStatus, at: e.endedAt ?? e.at, durationSec: e.durationSec };
+}
+
 export const callMachine = setup({
   types: {
     context: {} as CallContext,
     events: {} as CallEvent,
     input: {} as CallInput,
   },
-  actors: {
-    dial: fromPromise<DialOutput, CallContext>(async () => {
-      throw new Error('dial effect not provided');
-    }),
-    hangup: fromPromise<HangupOutput, HangupInput>(async () => {
-      throw new Error('hangup effect not provided');
-    }),
-  },
   actions: {
-    // Effects: implemented by actors/ (the scheduler and the concurrency slots).
+    // Effects: the supervisor carries them out (see the header). Empty here on purpose.
+    dial: () => {},
+    findDial: () => {},
+    checkCall: () => {},
+    hangup: () => {},
     scheduleDeadline: (_, _params: DeadlineParams) => {},
     cancelDeadline: (_, _params: { name: string }) => {},
     releaseSlot: () => {},
+    requestSlot: () => {},
 
     recordCarrierId: assign(({ context, event }) => {
       const id = 'carrierCallId' in event ? event.carrierCallId : undefined;
       return { carrierCallId: context.carrierCallId ?? id ?? null };
     }),
+    acceptDial: assign(({ context, event }) => ({
+      carrierCallId: context.carrierCallId ?? (event as Ev<'DIAL.ACCEPTED'>).carrierCallId,
+      dialOutcome: 'accepted' as const,
+    })),
+    markDialUnknown: assign(({ event }) => ({
+      dialOutcome: 'unknown' as const,
+      carrierError: event.type === 'DIAL.UNKNOWN' && event.carrierError ? event.carrierError : { outcome: 'unknown', message: 'the carrier did not answer the dial in time' },
+    })),
+    markFound: assign(({ context, event }) => ({
+      carrierCallId: context.carrierCallId ?? (event as Ev<'DIAL.FOUND'>).carrierCallId,
+      carrierError: null,
+    })),
     markDialing: assign(({ event }) => ({ dialedAt: event.at, callStatus: 'initiated' as const })),
     markRinging: assign(({ context, event }) => ({
       callStatus: 'ringing' as const,
@@ -85,25 +137,48 @@ export const callMachine = setup({
     markAnswered: assign(({ context, event }) =>
       answered(context, event.at, 'carrierCallId' in event && typeof event.carrierCallId === 'string' ? event.carrierCallId : undefined),
     ),
+    markRestored: assign({ restored: true }),
+    clearRestored: assign({ restored: false }),
+    countHangupAttempt: assign(({ context }) => ({ hangupAttempts: context.hangupAttempts + 1 })),
     requestHangup: assign(({ context, event }) => {
       const reason: ServiceHangupReason =
         event.type === 'HANGUP.REQUESTED' ? event.reason : event.type === 'CARRIER.AMD' ? 'voicemail_detected' : 'media_lost';
       return requestHangup(context, reason, event.at);
     }),
-    endByCarrier: assign(({ context, event }) => {
-      const e = event as Ev<'CARRIER.ENDED'> | Ev<'RECONCILED'>;
-      const ending: Ending =
-        e.type === 'CARRIER.ENDED'
-          ? { by: 'carrier', status: e.status, at: e.at, durationSec: e.durationSec }
-          : { by: 'carrier', status: e.carrierStatus as Ev<'CARRIER.ENDED'>['status'], at: e.at };
-      return finalValues(context, ending);
-    }),
+    endByCarrier: assign(({ context, event }) => finalValues(context, carrierEnding(event as Ev<'CARRIER.ENDED'> | Ev<'RECONCILED'> | Ev<'DIAL.FOUND'>))),
     endByDialRejected: assign(({ context, event }) => {
       const e = event as Ev<'DIAL.REJECTED'>;
-      return finalValues(context, { by: 'dial-failed', at: e.at, carrierError: e.carrierError });
+      return { ...finalValues(context, { by: 'dial-failed', at: e.at, carrierError: e.carrierError }), dialOutcome: 'rejected' as const };
     }),
-    endByHangupDone: assign(({ context, event }) => finalValues(context, { by: 'hangup-done', at: event.at })),
+    endNotPlaced: assign(({ context, event }) =>
+      finalValues(context, {
+        by: 'dial-failed',
+        at: event.at,
+        carrierError: { outcome: 'not_placed', message: 'the dial’s answer was lost; the carrier has no such call, so it was never placed' },
+      }),
+    ),
+    endGivenUp: assign(({ context, event }) =>
+      finalValues(context, {
+        by: 'dial-failed',
+        at: event.at,
+        carrierError: { outcome: 'unknown', message: 'the dial’s answer was lost and the carrier could not tell whether it placed the call' },
+      }),
+    ),
+    // We asked for the hang-up at hangupRequestedAt; the call is billed to then unless the carrier said otherwise.
+    endByHangupDone: assign(({ context, event }) => finalValues(context, { by: 'hangup-done', at: context.hangupRequestedAt ?? event.at })),
     cancelQueued: assign(({ context, event }) => finalValues(context, { by: 'queue-cancel', at: event.at })),
+    // The call ended at the carrier while nobody heard (a restart, a lost callback): it
+    // ends at the carrier's end time; after a restart the reason is media_lost.
+    endGone: assign(({ context, event }) => {
+      const e = event as Ev<'RECONCILED'>;
+      const at = e.endedAt ?? e.at;
+      if (context.restored) {
+        const withReason = { ...context, ...requestHangup(context, 'media_lost', at) };
+        return { ...requestHangup(context, 'media_lost', at), ...finalValues(withReason, { by: 'hangup-done', at }), restored: false };
+      }
+      const status: FinalCallStatus = context.startedAt !== null ? 'completed' : 'failed';
+      return finalValues(context, { by: 'carrier', status, at });
+    }),
   },
   guards: {
     inbound: ({ context }) => context.direction === 'inbound',
@@ -112,8 +187,13 @@ export const callMachine = setup({
     /** AMD says machine and the agent asked the carrier to detect: we hang up as voicemail. */
     voicemailByAmd: ({ context, event }) => event.type === 'CARRIER.AMD' && event.result === 'machine' && context.amdEnabled,
     /** The carrier reports a final status (otherwise it still has the call up, or cannot tell). */
-    reconciledEnded: ({ event }) =>
-      event.type === 'RECONCILED' && (FINAL_CALL_STATUSES as readonly string[]).includes(event.carrierStatus),
+    reconciledEnded: ({ event }) => (event.type === 'RECONCILED' || event.type === 'DIAL.FOUND') && isFinal(event.carrierStatus),
+    /** After a restart the media is gone: a call the carrier still has up (or cannot place) is hung up. */
+    restoredAndUp: ({ context, event }) =>
+      event.type === 'RECONCILED' && context.restored && (event.carrierStatus === 'active' || event.carrierStatus === 'unknown'),
+    /** The carrier no longer has the call and says when it ended, without a final status (carrier B). */
+    goneAt: ({ event }) => event.type === 'RECONCILED' && event.carrierStatus === 'unknown' && event.endedAt !== undefined,
+    carrierSaysAnswered: ({ event }) => (event.type === 'RECONCILED' || event.type === 'DIAL.FOUND') && event.answered === true,
   },
 }).createMachine({
   id: 'call',
@@ -128,6 +208,9 @@ export const callMachine = setup({
     hangupRequestedAt: null,
     dialedAt: input.direction === 'outbound' && !input.queued ? input.createdAt : null,
     carrierError: null,
+    dialOutcome: null,
+    restored: false,
+    hangupAttempts: 0,
   }),
   initial: 'created',
   states: {
@@ -142,36 +225,33 @@ export const callMachine = setup({
 
     // No carrier leg exists yet, so carrier events cannot be about this call.
     queued: {
+      tags: [CALL_TAGS.queued],
+      entry: timer('queue_check', LIVENESS.queueCheckMs),
+      exit: cancel('queue_check'),
       on: {
         'SLOT.GRANTED': { target: 'dialing', actions: 'markDialing' },
         'HANGUP.REQUESTED': { target: 'ended', actions: 'cancelQueued' },
+        TIMER: { guard: ({ event }) => event.name === 'queue_check', target: 'queued', reenter: true, actions: 'requestSlot' },
+        // Its timer is re-armed (a snapshot from an older version may have none).
+        RESTORED: { target: 'queued', reenter: true },
       },
     },
 
-    // The dial request is in flight. Carrier webhooks may overtake its answer; a hang-up
-    // asked for now waits for the carrier id, so no dialed call is left behind.
+    // The dial's intent is durable and the request is out. Carrier webhooks may overtake
+    // its answer; a hang-up asked for now waits for the carrier id, so no dialed call is
+    // left behind.
     dialing: {
-      invoke: {
-        id: 'dial',
-        src: 'dial',
-        input: ({ context }) => context,
-        onDone: [
-          { guard: 'hangupPending', target: 'hanging-up', actions: assign(({ context, event }) => ({ carrierCallId: context.carrierCallId ?? event.output.carrierCallId })) },
-          { target: 'initiated', actions: assign(({ context, event }) => ({ carrierCallId: context.carrierCallId ?? event.output.carrierCallId })) },
-        ],
-        onError: {
-          target: 'ended',
-          actions: assign(({ context, event }) =>
-            finalValues(context, { by: 'dial-failed', at: context.dialedAt ?? context.createdAt, carrierError: errorToJson(event.error) }),
-          ),
-        },
-      },
+      tags: [CALL_TAGS.holdsSlot, CALL_TAGS.dialing],
+      entry: ['dial', timer('stale', LIVENESS.dialMs)],
+      exit: cancel('stale'),
       on: {
         'DIAL.ACCEPTED': [
-          { guard: 'hangupPending', target: 'hanging-up', actions: 'recordCarrierId' },
-          { target: 'initiated', actions: 'recordCarrierId' },
+          { guard: 'hangupPending', target: 'hanging-up', actions: 'acceptDial' },
+          { target: 'initiated', actions: 'acceptDial' },
         ],
         'DIAL.REJECTED': { target: 'ended', actions: 'endByDialRejected' },
+        'DIAL.UNKNOWN': { target: 'dial-unknown', actions: 'markDialUnknown' },
+        TIMER: { guard: ({ event }) => event.name === 'stale', target: 'dial-unknown', actions: 'markDialUnknown' },
         'CARRIER.RINGING': [
           { guard: 'hangupPending', target: 'hanging-up', actions: 'recordCarrierId' },
           { target: 'ringing', actions: 'markRinging' },
@@ -188,11 +268,65 @@ export const callMachine = setup({
         ],
         'CARRIER.ENDED': { target: 'ended', actions: 'endByCarrier' },
         'HANGUP.REQUESTED': { actions: 'requestHangup' },
-        RECONCILED: [{ guard: 'reconciledEnded', target: 'ended', actions: 'endByCarrier' }, { actions: 'requestHangup' }],
+      },
+    },
+
+    // The dial may or may not have reached the carrier: it is never dialed again, the
+    // carrier is asked instead (findDial), and asked again while it cannot answer, until
+    // the give-up deadline ends the call saying the outcome is unknown.
+    'dial-unknown': {
+      tags: [CALL_TAGS.holdsSlot, CALL_TAGS.dialing],
+      entry: timer('give_up', LIVENESS.dialGiveUpMs),
+      exit: cancel('give_up'),
+      initial: 'asking',
+      states: {
+        asking: {
+          entry: 'findDial',
+          on: { 'CARRIER.UNREACHABLE': 'waiting' },
+        },
+        waiting: {
+          entry: timer('retry', LIVENESS.retryMs),
+          exit: cancel('retry'),
+          on: { TIMER: { guard: ({ event }) => event.name === 'retry', target: 'asking' } },
+        },
+      },
+      on: {
+        'DIAL.FOUND': [
+          { guard: 'reconciledEnded', target: 'ended', actions: ['markFound', 'endByCarrier'] },
+          { guard: 'hangupPending', target: 'hanging-up', actions: 'markFound' },
+          { guard: 'carrierSaysAnswered', target: 'in-progress', actions: ['markFound', 'markAnswered'] },
+          { target: 'initiated', actions: 'markFound' },
+        ],
+        'DIAL.NOT_FOUND': { target: 'ended', actions: 'endNotPlaced' },
+        // Ask again (and re-arm the give-up): the question may have died with the process.
+        RESTORED: { target: 'dial-unknown', reenter: true },
+        TIMER: { guard: ({ event }) => event.name === 'give_up', target: 'ended', actions: 'endGivenUp' },
+        'DIAL.ACCEPTED': [
+          { guard: 'hangupPending', target: 'hanging-up', actions: 'acceptDial' },
+          { target: 'initiated', actions: 'acceptDial' },
+        ],
+        'CARRIER.RINGING': [
+          { guard: 'hangupPending', target: 'hanging-up', actions: 'recordCarrierId' },
+          { target: 'ringing', actions: 'markRinging' },
+        ],
+        'CARRIER.ANSWERED': [
+          { guard: 'hangupPending', target: 'hanging-up', actions: 'markAnswered' },
+          { target: 'in-progress', actions: 'markAnswered' },
+        ],
+        'CARRIER.AMD': [
+          { guard: 'voicemailByAmd', target: 'hanging-up', actions: ['markAnswered', 'requestHangup'] },
+          { guard: 'hangupPending', target: 'hanging-up', actions: 'markAnswered' },
+          { target: 'in-progress', actions: 'markAnswered' },
+        ],
+        'CARRIER.ENDED': { target: 'ended', actions: 'endByCarrier' },
+        'HANGUP.REQUESTED': { actions: 'requestHangup' },
       },
     },
 
     initiated: {
+      tags: [CALL_TAGS.holdsSlot],
+      entry: timer('stale', LIVENESS.ringMs),
+      exit: cancel('stale'),
       on: {
         'DIAL.ACCEPTED': { actions: 'recordCarrierId' },
         'CARRIER.RINGING': { target: 'ringing', actions: 'markRinging' },
@@ -203,14 +337,22 @@ export const callMachine = setup({
         ],
         'CARRIER.ENDED': { target: 'ended', actions: 'endByCarrier' },
         'HANGUP.REQUESTED': { target: 'hanging-up', actions: 'requestHangup' },
+        RESTORED: { actions: ['markRestored', 'checkCall'] },
+        TIMER: { guard: ({ event }) => event.name === 'stale', target: 'initiated', reenter: true, actions: 'checkCall' },
         RECONCILED: [
           { guard: 'reconciledEnded', target: 'ended', actions: 'endByCarrier' },
-          { target: 'hanging-up', actions: 'requestHangup' },
+          { guard: 'goneAt', target: 'ended', actions: 'endGone' },
+          { guard: 'restoredAndUp', target: 'hanging-up', actions: ['clearRestored', 'requestHangup'] },
+          { guard: 'carrierSaysAnswered', target: 'in-progress', actions: ['clearRestored', 'markAnswered'] },
+          { actions: 'clearRestored' },
         ],
       },
     },
 
     ringing: {
+      tags: [CALL_TAGS.holdsSlot],
+      entry: timer('stale', LIVENESS.ringMs),
+      exit: cancel('stale'),
       on: {
         'DIAL.ACCEPTED': { actions: 'recordCarrierId' },
         'CARRIER.RINGING': { actions: 'recordCarrierId' },
@@ -221,25 +363,35 @@ export const callMachine = setup({
         ],
         'CARRIER.ENDED': { target: 'ended', actions: 'endByCarrier' },
         'HANGUP.REQUESTED': { target: 'hanging-up', actions: 'requestHangup' },
+        RESTORED: { actions: ['markRestored', 'checkCall'] },
+        TIMER: { guard: ({ event }) => event.name === 'stale', target: 'ringing', reenter: true, actions: 'checkCall' },
         RECONCILED: [
           { guard: 'reconciledEnded', target: 'ended', actions: 'endByCarrier' },
-          { target: 'hanging-up', actions: 'requestHangup' },
+          { guard: 'goneAt', target: 'ended', actions: 'endGone' },
+          { guard: 'restoredAndUp', target: 'hanging-up', actions: ['clearRestored', 'requestHangup'] },
+          { guard: 'carrierSaysAnswered', target: 'in-progress', actions: ['clearRestored', 'markAnswered'] },
+          { actions: 'clearRestored' },
         ],
       },
     },
 
-    // Connected. The max-duration deadline is durable data (the scheduler), not `after`,
-    // so it survives a restart; it is entered once per call, so scheduled once.
+    // Connected. The max-duration deadline is durable data (the scheduler), so it
+    // survives a restart; the stale check asks the carrier now and then, so a lost
+    // hang-up callback cannot keep the call (and its slot) for ever.
     'in-progress': {
-      entry: {
-        type: 'scheduleDeadline',
-        params: ({ context }) => {
-          const dueAt = (context.startedAt ?? context.createdAt) + context.maxDurationSec * 1000;
-          const reason: HangupReason = 'max_duration_reached';
-          return { name: MAX_DURATION_DEADLINE, dueAt, event: { type: 'HANGUP.REQUESTED', at: dueAt, reason } };
+      tags: [CALL_TAGS.holdsSlot],
+      entry: [
+        {
+          type: 'scheduleDeadline',
+          params: ({ context }) => {
+            const dueAt = (context.startedAt ?? context.createdAt) + context.maxDurationSec * 1000;
+            const reason: HangupReason = 'max_duration_reached';
+            return { name: MAX_DURATION_DEADLINE, dueAt, event: { type: 'HANGUP.REQUESTED', at: dueAt, reason } };
+          },
         },
-      },
-      exit: { type: 'cancelDeadline', params: { name: MAX_DURATION_DEADLINE } },
+        timer('stale', LIVENESS.connectedCheckMs),
+      ],
+      exit: [cancel(MAX_DURATION_DEADLINE), cancel('stale')],
       initial: 'listening',
       states: {
         listening: {},
@@ -249,36 +401,24 @@ export const callMachine = setup({
         'CARRIER.AMD': { guard: 'voicemailByAmd', target: 'hanging-up', actions: 'requestHangup' },
         'CARRIER.ENDED': { target: 'ended', actions: 'endByCarrier' },
         'HANGUP.REQUESTED': { target: 'hanging-up', actions: 'requestHangup' },
+        RESTORED: { actions: ['markRestored', 'checkCall'] },
+        TIMER: { guard: ({ event }) => event.name === 'stale', actions: ['checkCall', cancel('stale'), timer('stale', LIVENESS.connectedCheckMs)] },
         RECONCILED: [
           { guard: 'reconciledEnded', target: 'ended', actions: 'endByCarrier' },
-          { target: 'hanging-up', actions: 'requestHangup' },
+          { guard: 'goneAt', target: 'ended', actions: 'endGone' },
+          { guard: 'restoredAndUp', target: 'hanging-up', actions: ['clearRestored', 'requestHangup'] },
+          { actions: 'clearRestored' },
         ],
       },
     },
 
     // We asked the carrier to end the call. It ends on the carrier's final event or when
-    // the hang-up effect settles (a failure counts: the call may already be gone), and
-    // the requested reason wins either way. A restored snapshot re-runs the effect.
+    // the hang-up is confirmed, and the requested reason wins either way. Unconfirmed
+    // hang-ups are asked again; after a few the call ends on our word, so its slot frees.
     'hanging-up': {
-      invoke: {
-        id: 'hangup',
-        src: 'hangup',
-        input: ({ context }) => ({
-          callId: context.id,
-          accountId: context.accountId,
-          provider: context.provider,
-          carrierCallId: context.carrierCallId,
-          reason: context.hangupReason ?? 'agent_hangup',
-        }),
-        onDone: {
-          target: 'ended',
-          actions: assign(({ context, event }) => finalValues(context, { by: 'hangup-done', at: hangupEndAt(context, event.output) })),
-        },
-        onError: {
-          target: 'ended',
-          actions: assign(({ context }) => finalValues(context, { by: 'hangup-done', at: hangupEndAt(context, undefined) })),
-        },
-      },
+      tags: [CALL_TAGS.holdsSlot],
+      entry: ['countHangupAttempt', 'hangup', timer('stale', LIVENESS.hangupMs)],
+      exit: cancel('stale'),
       on: {
         'DIAL.ACCEPTED': { actions: 'recordCarrierId' },
         'CARRIER.RINGING': { actions: 'recordCarrierId' },
@@ -287,38 +427,39 @@ export const callMachine = setup({
         'CARRIER.AMD': { actions: 'markAnswered' },
         'CARRIER.ENDED': { target: 'ended', actions: 'endByCarrier' },
         'HANGUP.DONE': { target: 'ended', actions: 'endByHangupDone' },
+        // Hanging up again is harmless; it re-arms the deadline an older snapshot may lack.
+        RESTORED: { target: 'hanging-up', reenter: true },
+        TIMER: [
+          { guard: ({ event, context }) => event.name === 'stale' && context.hangupAttempts >= LIVENESS.hangupAttempts, target: 'ended', actions: 'endByHangupDone' },
+          { guard: ({ event }) => event.name === 'stale', target: 'hanging-up', reenter: true },
+        ],
         RECONCILED: { guard: 'reconciledEnded', target: 'ended', actions: 'endByCarrier' },
       },
     },
 
     // Transient: the final values are fixed by the transition that led here.
     ended: {
-      tags: [TERMINAL_TAG],
+      tags: [CALL_TAGS.finished],
       // Every ending releases: a held slot is freed, a queued call leaves the queue.
       entry: 'releaseSlot',
       always: 'post-call',
     },
 
     'post-call': {
-      tags: [TERMINAL_TAG],
+      tags: [CALL_TAGS.finished],
       on: {
         'DIAL.ACCEPTED': { actions: 'recordCarrierId' },
         'POSTCALL.DONE': 'done',
       },
     },
 
-    done: { type: 'final', tags: [TERMINAL_TAG] },
+    done: { type: 'final', tags: [CALL_TAGS.finished] },
   },
 });
 
 export type CallSnapshot = SnapshotFrom<typeof callMachine>;
 
-/** The call's `call_status` as the API shows it. */
-export function callStatusOf(snapshot: CallSnapshot): CallContext['callStatus'] {
-  return snapshot.context.callStatus;
-}
-
 /** True once the call has its final status and ended_reason (post-call work may still run). */
-export function isFinished(snapshot: CallSnapshot): boolean {
-  return snapshot.hasTag(TERMINAL_TAG);
+export function isFinished(snapshot: { hasTag(tag: string): boolean }): boolean {
+  return snapshot.hasTag(CALL_TAGS.finished);
 }

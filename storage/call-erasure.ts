@@ -28,9 +28,9 @@ interface Target {
 
 export function createCallErasure(db: Db) {
   const dataDir = db.memory ? null : dirname(resolve(db.name));
-  const selectOne = db.prepare<[string, string, string, string], Target>(
+  const selectOne = db.prepare<[string, string, string, string, string], Target>(
     `SELECT call_id, internal_id, recording_url, recording_path FROM calls
-      WHERE account_id = ? AND (call_id = ? OR carrier_call_id = ?) ORDER BY call_id = ? DESC LIMIT 1`,
+      WHERE account_id = ? AND (call_id = ? OR carrier_call_id = ? OR internal_id = ?) ORDER BY call_id = ? DESC LIMIT 1`,
   );
   const selectAll = db.prepare<[string], Target>(
     'SELECT call_id, internal_id, recording_url, recording_path FROM calls WHERE account_id = ?',
@@ -58,7 +58,7 @@ export function createCallErasure(db: Db) {
   const hadRecording = (t: Target): boolean => t.recording_url !== null || t.recording_path !== null;
 
   const eraseOne = db.transaction((accountId: string, id: string): CallErased | null => {
-    const t = selectOne.get(accountId, id, id, id);
+    const t = selectOne.get(accountId, id, id, id, id);
     if (!t) return null;
     deleteCall.run(accountId, t.call_id);
     if (t.internal_id !== null) {

@@ -97,8 +97,10 @@ export function createCallsRepo(db: Db) {
        voicemail_detected = excluded.voicemail_detected, updated_at = excluded.updated_at`,
   );
   // A call_id match wins over a carrier_call_id match (ids of different kinds never collide in practice).
-  const byPublicId = db.prepare<[string, string, string, string], CallRow>(
-    'SELECT * FROM calls WHERE account_id = ? AND (call_id = ? OR carrier_call_id = ?) ORDER BY call_id = ? DESC LIMIT 1',
+  // The internal id matches too: it is the call_id a client was given for a call whose
+  // dial's answer was lost (502 details.call_id), whatever the call's public id became.
+  const byPublicId = db.prepare<[string, string, string, string, string], CallRow>(
+    'SELECT * FROM calls WHERE account_id = ? AND (call_id = ? OR carrier_call_id = ? OR internal_id = ?) ORDER BY call_id = ? DESC LIMIT 1',
   );
   const byInternalId = db.prepare<[string], CallRow>('SELECT * FROM calls WHERE internal_id = ?');
   const byCarrierId = db.prepare<[string, string], CallRow>(
@@ -135,7 +137,7 @@ export function createCallsRepo(db: Db) {
     },
     /** By the public id: `call_id`, or the carrier's id of a call that kept its `call_…` id. */
     getByPublicId(accountId: string, id: string): CallRow | undefined {
-      return byPublicId.get(accountId, id, id, id);
+      return byPublicId.get(accountId, id, id, id, id);
     },
     /** Cross-account: the carrier endpoints know a call by the internal id in their URL only. */
     getByInternalId(internalId: string): CallRow | undefined {

@@ -8,12 +8,15 @@ import { migrations } from './migrations/index.ts';
 
 export type Db = Database.Database;
 
-export function openDatabase(file: string): Db {
+/** How long a write waits for another connection's lock before it fails (SQLITE_BUSY). */
+export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
+
+export function openDatabase(file: string, opts: { busyTimeoutMs?: number } = {}): Db {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
-  db.pragma('busy_timeout = 5000');
+  db.pragma(`busy_timeout = ${Math.max(0, Math.floor(opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS))}`);
   db.pragma('foreign_keys = ON');
   migrate(db);
   return db;

@@ -12,6 +12,8 @@ import { createPhoneNumbersRepo } from './phone-numbers.ts';
 import { createCallsRepo } from './calls.ts';
 import { createSnapshotsRepo } from './snapshots.ts';
 import { createDeadlinesRepo } from './deadlines.ts';
+import { createIntentsRepo } from './intents.ts';
+import { createCallPromptsRepo } from './call-prompts.ts';
 import type { SecretBox } from './secret-box.ts';
 
 export function createStorage(db: Db, secrets: SecretBox) {
@@ -29,6 +31,8 @@ export function createStorage(db: Db, secrets: SecretBox) {
     calls: createCallsRepo(db),
     snapshots: createSnapshotsRepo(db),
     deadlines: createDeadlinesRepo(db),
+    intents: createIntentsRepo(db),
+    callPrompts: createCallPromptsRepo(db, secrets),
   };
 }
 

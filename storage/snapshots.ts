@@ -22,6 +22,7 @@ export function createSnapshotsRepo(db: Db) {
     'SELECT * FROM actor_snapshots WHERE done = 0 AND kind = ? ORDER BY updated_at, rowid',
   );
   const markDone = db.prepare('UPDATE actor_snapshots SET done = 1, updated_at = ? WHERE actor_id = ? AND account_id = ?');
+  const remove = db.prepare('DELETE FROM actor_snapshots WHERE actor_id = ?');
 
   return {
     save(s: { actorId: string; accountId: string; kind: string; snapshot: unknown; done: boolean; now: number }): void {
@@ -33,6 +34,10 @@ export function createSnapshotsRepo(db: Db) {
     },
     markDone(accountId: string, actorId: string, now: number): void {
       markDone.run(now, actorId, accountId);
+    },
+    /** Erasure: the snapshot of an erased call goes once its actor has finished. */
+    remove(actorId: string): void {
+      remove.run(actorId);
     },
   };
 }

@@ -203,32 +203,47 @@ describe.each<Provider>(['twilio', 'telnyx'])('calls on carrier %s', (provider) 
     else await stack.sims.telnyx.call(created.call_id).waitFor('ended');
   });
 
-  it('answers 502 outbound_failed with the carrier’s error when the carrier refuses, and leaves no record', async () => {
+  it('answers 502 outbound_failed (outcome rejected) with the carrier’s error when the carrier refuses; the call is recorded failed', async () => {
     const c = await newCustomer(stack, provider);
     const to = nextNumber();
     setScenario(to, 'reject');
-    const before = rowCounts(stack.server);
     const res = await outbound(c.key, { agent_id: c.agentId, to_number: to, prompt: 'x' });
     expectError(res, 502, 'provider_error', 'outbound_failed');
+    expect(res.body.error.details.outcome).toBe('rejected');
     const err = res.body.error.details.carrier_error;
     expect(err).toMatchObject({ carrier: provider, status: provider === 'twilio' ? 400 : 422 });
     expect(err.code).toBe(provider === 'twilio' ? 21211 : '10015');
     expect(typeof err.message).toBe('string');
-    const after = rowCounts(stack.server);
-    expect(after['calls']).toBe(before['calls']);
-    expect(after['actor_snapshots']).toBe(before['actor_snapshots']);
-    expect((await stack.server.request('GET', '/v1/calls', { key: c.key })).body.count).toBe(0);
+    // The intent was written before the dial: the record says what became of it.
+    const record = (await stack.server.request('GET', `/v1/calls/${res.body.error.details.call_id}`, { key: c.key })).body;
+    expect(record).toMatchObject({ call_status: 'failed', ended_reason: 'failed', to_number: to });
+    expect((await stack.server.request('GET', '/v1/calls', { key: c.key })).body.count).toBe(1);
   });
 
-  it('answers 502 outbound_failed when the carrier cannot be reached, and leaves no record', async () => {
+  it('answers 502 outbound_failed (outcome unknown, with call_id) when the carrier answers 5xx, and reconciles instead of redialing', async () => {
     const c = await newCustomer(stack, provider);
-    const before = rowCounts(stack.server);
+    const to = nextNumber();
     (provider === 'twilio' ? stack.sims.twilio : stack.sims.telnyx).fail({ status: 503 });
-    const res = await outbound(c.key, { agent_id: c.agentId, to_number: nextNumber(), prompt: 'x' });
+    const res = await outbound(c.key, { agent_id: c.agentId, to_number: to, prompt: 'x' });
     expectError(res, 502, 'provider_error', 'outbound_failed');
+    expect(res.body.error.details).toMatchObject({ outcome: 'unknown', call_id: expect.stringMatching(/^call_/) });
     expect(res.body.error.details.carrier_error).toMatchObject({ carrier: provider, status: 503 });
-    expect(rowCounts(stack.server)['calls']).toBe(before['calls']);
-    expect(rowCounts(stack.server)['actor_snapshots']).toBe(before['actor_snapshots']);
+    // The simulated carrier failed before placing it. It is never dialed again: carrier A's
+    // call list shows no such call, so it ends failed; carrier B lists only live calls, so
+    // the call waits for the carrier's word (or the give-up deadline) still unknown.
+    const id = res.body.error.details.call_id as string;
+    const dials = () =>
+      provider === 'twilio'
+        ? stack.sims.twilio.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/Calls.json') && r.body['To'] === to).length
+        : stack.sims.telnyx.requests.filter((r) => r.method === 'POST' && r.path === '/v2/calls' && (r.body as { to?: string })['to'] === to).length;
+    if (provider === 'twilio') {
+      const record = await callReaches(stack.server, c.key, id, 'failed', 10_000);
+      expect(record).toMatchObject({ call_id: id, ended_reason: 'failed' });
+    } else {
+      await new Promise((r) => setTimeout(r, 500));
+      expect((await stack.server.request('GET', `/v1/calls/${id}`, { key: c.key })).body).toMatchObject({ call_id: id, call_status: 'initiated' });
+    }
+    expect(dials()).toBe(1);
   });
 });
 

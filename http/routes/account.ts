@@ -15,7 +15,7 @@ const startOfMonth = (now: number): number => {
   return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
 };
 
-export function accountRoutes({ storage, clock }: AppDeps) {
+export function accountRoutes({ storage, clock, calls }: AppDeps) {
   return [
     defineRoute({
       method: 'GET',
@@ -76,10 +76,19 @@ export function accountRoutes({ storage, clock }: AppDeps) {
       summary: 'Erase the account and everything in it, keys included',
       tag: 'Account',
       query: z.object({ confirm: z.string().optional().meta({ description: 'Must be `true`.' }) }),
-      responses: { 200: { description: 'Everything is gone; the keys no longer work.', schema: z.object({ deleted: z.literal(true) }) } },
+      responses: {
+        200: {
+          description:
+            'Everything is gone; the keys no longer work. First the account’s live calls are hung up at the carrier (each waits at most 5 s), ' +
+            'its queued calls dropped and its actors stopped; then every row goes.',
+          schema: z.object({ deleted: z.literal(true) }),
+        },
+      },
       errors: ['confirmation_required'],
-      handler: ({ auth, query }) => {
+      async: true,
+      handler: async ({ auth, query }) => {
         if (query.confirm !== 'true') throw new ApiError('confirmation_required');
+        await calls.stopAccount(auth!.accountId);
         storage.accounts.deleteAccount(auth!.accountId);
         return ok({ deleted: true });
       },

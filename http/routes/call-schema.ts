@@ -6,6 +6,26 @@ import { E164, isoOrNull, isoTime, pagination, queryBool, queryDate } from '../s
 import type { CallRow } from '../../storage/calls.ts';
 import { CALL_STATUSES, ENDED_REASONS } from '../../machines/call-events.ts';
 
+/**
+ * The longest prompt a call may carry once its `{name}` references are filled from
+ * dynamic_vars. Without it, 5000 references to one 1 MB variable asked for a 5 GB string
+ * (a 500 when V8 refused it, and hundreds of MB held and sealed per call below that).
+ */
+export const MAX_FILLED_PROMPT = 32_000;
+
+/**
+ * The length of `prompt` with `{name}` replaced by dynamic_vars[name], counted without
+ * building it: the substitution of fillPrompt (calls-outbound.ts), a reference without a
+ * key staying as written.
+ */
+export function filledPromptLength(prompt: string, vars: Record<string, string>): number {
+  let length = prompt.length;
+  for (const m of prompt.matchAll(/\{([^{}]+)\}/g)) {
+    if (Object.hasOwn(vars, m[1]!)) length += vars[m[1]!]!.length - m[0].length;
+  }
+  return length;
+}
+
 const present = (hint: string) =>
   z.any().refine((v) => v !== undefined && v !== null, { message: `is required; ${hint}` });
 
@@ -28,7 +48,9 @@ const presence = z
     dynamic_vars: z.any().optional().meta({
       type: 'object',
       additionalProperties: { type: 'string' },
-      description: 'Each `{name}` in the prompt is replaced by the value of `name`; a reference with no key stays as written.',
+      description:
+        'Each `{name}` in the prompt is replaced by the value of `name`; a reference with no key stays as written. ' +
+        `The prompt with the values filled in can be at most ${MAX_FILLED_PROMPT} characters (invalid_request naming dynamic_vars).`,
     }),
     from_number: z.any().optional().meta({
       type: 'string',
@@ -52,7 +74,17 @@ const typed = z
     from_number: z.string().max(32).optional(),
     campaign_id: z.string().max(200).optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((b, ctx) => {
+    const length = filledPromptLength(b.prompt, b.dynamic_vars ?? {});
+    if (length > MAX_FILLED_PROMPT) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['dynamic_vars'],
+        message: `The prompt with dynamic_vars filled in would be ${length} characters; it can be at most ${MAX_FILLED_PROMPT}.`,
+      });
+    }
+  });
 
 export type OutboundBody = z.infer<typeof typed>;
 // The stages accept anything the one before let through; the casts only tell TypeScript so.

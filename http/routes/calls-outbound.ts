@@ -1,9 +1,13 @@
 // POST /v1/calls/outbound: one outbound call. Checks run in api.md's order, stopping at
 // the first failure: (1) agent_id, to_number, prompt present, prompt not blank; (2)
 // to_number E.164 (both in the body schema); (3) the agent is the account's; (4) the
-// dialing number; (5) its carrier credentials. Then a slot: free → dialed now and
-// answered once the carrier accepted (a refusal is 502 and leaves no record); taken →
-// created queued and dialed when a slot frees.
+// dialing number; (5) its carrier credentials. Then a slot: free → dialed now; taken →
+// created queued and dialed when a slot frees. Either way the call's row, snapshot and
+// dial intent are committed before the dial leaves, together with a provisional answer
+// under the request's Idempotency-Key, so a retry after a crash never dials again. The
+// dial has three outcomes: accepted (201), rejected (502 outbound_failed, the call
+// recorded failed), unknown (502 outbound_failed with details.outcome "unknown" and
+// details.call_id: the call is reconciled with the carrier, never redialed).
 import { ApiError, referenceError } from '../errors.ts';
 import { created, defineRoute } from '../route.ts';
 import type { AppDeps } from '../deps.ts';
@@ -78,6 +82,7 @@ export function outboundRoutes({ storage, clock, calls }: AppDeps) {
       summary: 'Place one outbound call',
       tag: 'Calls',
       async: true,
+      storesProviderErrors: true,
       body: outboundBody,
       fieldCodes: outboundFieldCodes,
       responses: {
@@ -89,13 +94,16 @@ export function outboundRoutes({ storage, clock, calls }: AppDeps) {
             "(3) the agent is yours (agent_not_found, 400) and active (invalid_request); (4) the dialing number: from_number if given, else the agent's " +
             'oldest outbound-enabled number, else the legacy number stored on an agent with no number rows (from_number_not_found, ' +
             'agent_missing_phone_number); (5) its carrier credentials (agent_missing_carrier_credentials); unknown fields (invalid_request). ' +
-            'The prompt, with `{name}` replaced from dynamic_vars, is used for this call only and stored nowhere.',
+            'The prompt, with `{name}` replaced from dynamic_vars, is used for this call only: kept sealed (SECRETS_KEY) while the call is queued or live, erased when it ends, never returned. ' +
+            'The call\'s record and its intent to dial are committed before the dial leaves. 502 `outbound_failed` has `details.outcome`: `rejected` (the carrier refused; ' +
+            'the call is recorded failed) or `unknown` (the carrier\'s answer was lost: the call is never dialed again but reconciled with the carrier; follow `details.call_id`). ' +
+            'Both are stored under the Idempotency-Key, so a retry never places a second call.',
           schema: outboundCreated,
         },
       },
       errors: ['missing_field', 'invalid_phone_format', 'from_number_not_found', 'agent_missing_phone_number', 'agent_missing_carrier_credentials', 'outbound_failed'],
       referenceErrors: ['agent_not_found'],
-      handler: async ({ auth, body }) => {
+      handler: async ({ auth, body, idempotency }) => {
         const accountId = auth!.accountId;
         const agent = storage.agents.get(accountId, body.agent_id);
         if (!agent) throw referenceError('agent_not_found', 'agent_id', `No agent ${JSON.stringify(body.agent_id)} on your account.`);
@@ -124,17 +132,32 @@ export function outboundRoutes({ storage, clock, calls }: AppDeps) {
           createdAt: clock(),
         };
         const view = (callId: string, status: 'initiated' | 'queued') => created({ call_id: callId, status, to: input.to, from: input.from });
+        const unknownError = (carrierError: Record<string, unknown>) =>
+          new ApiError(
+            'outbound_failed',
+            `The carrier's answer to the dial was lost, so it is not known yet whether the call was placed. It will not be dialed again: the service asks the carrier and the call record (GET /v1/calls/${id}) ends saying what the carrier did.`,
+            { outcome: 'unknown', call_id: id, carrier_error: carrierErrorView(carrierError) },
+          );
 
         if (!calls.concurrency.tryAcquire(accountId, id)) {
-          calls.start({ ...input, queued: true }, { prompt });
+          const answer = view(id, 'queued');
+          calls.start({ ...input, queued: true }, { prompt, extra: () => idempotency?.store(answer.status, answer.body) });
           calls.concurrency.enqueue(accountId, id);
-          return view(id, 'queued');
+          return answer;
         }
-        const outcome = await calls.dialOutcome(calls.start(input, { prompt }));
-        if (!outcome.ok) {
+        try {
+          // Until the dial settles, a retry after a crash is answered "unknown" for this call.
+          calls.start(input, { prompt, extra: () => idempotency?.store(502, unknownError({ outcome: 'unknown' }).toBody()) });
+        } catch (err) {
+          calls.concurrency.release(accountId, id);
+          throw err;
+        }
+        const outcome = await calls.dialOutcome(id);
+        if (outcome.outcome === 'unknown') throw unknownError(outcome.carrierError);
+        if (outcome.outcome === 'rejected') {
           const e = outcome.carrierError;
           const reason = typeof e['message'] === 'string' ? e['message'] : 'no reason given';
-          throw new ApiError('outbound_failed', `The carrier did not place the call: ${reason}`, { carrier_error: carrierErrorView(e) });
+          throw new ApiError('outbound_failed', `The carrier did not place the call: ${reason}`, { outcome: 'rejected', call_id: id, carrier_error: carrierErrorView(e) });
         }
         return view(outcome.carrierCallId, 'initiated');
       },

@@ -125,7 +125,10 @@ export function carrierTelnyxRoutes({ storage, config, clock, calls }: AppDeps) 
 
         if (hook.kind === 'ignored') return ok({ received: true });
         if (hook.kind === 'event') {
-          if (subject.callId !== null) calls.send(subject.callId, hook.event);
+          // Not recorded (the database refused the commit): 500, so the carrier sends it again.
+          if (subject.callId !== null && calls.send(subject.callId, hook.event) === 'commit_failed') {
+            throw new ApiError('server_error', 'The event could not be recorded; send it again.');
+          }
           return ok({ received: true });
         }
 

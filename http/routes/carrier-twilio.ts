@@ -71,7 +71,10 @@ export function carrierTwilioRoutes({ storage, config, clock, calls }: AppDeps) 
     }
     if (hook.kind === 'ignored') return xml(kind === 'voice' ? hangup() : EMPTY_TWIML);
     const id = hook.callId ?? calls.findByCarrierCallId(number.account_id, hook.carrierCallId);
-    const delivered = id !== null && calls.send(id, hook.event);
+    const result = id === null ? 'not_live' : calls.send(id, hook.event);
+    // Not recorded (the database refused the commit): 500, so the carrier sends it again.
+    if (result === 'commit_failed') throw new ApiError('server_error', 'The event could not be recorded; send it again.');
+    const delivered = result === 'taken';
     if (kind !== 'voice') return xml(EMPTY_TWIML);
     // The answered outbound call asks what to do: stream to us while its actor is live.
     return xml(delivered && id !== null && calls.isLive(id) ? connectStream(mediaUrl, { token: calls.mediaTokenOf(id) }) : hangup());
@@ -89,7 +92,10 @@ export function carrierTwilioRoutes({ storage, config, clock, calls }: AppDeps) 
       query: z.object({ cid: z.string().optional().meta({ description: 'Our internal call id, on the URLs of outbound calls.' }) }).loose(),
       responses: { 200: { description: `${DESCRIPTIONS[kind]} TwiML (text/xml).` } },
       errors: ['invalid_signature', 'invalid_request'],
-      handler: (ctx) => handle(kind, ctx as HandlerContext<unknown, unknown>),
+      // Not wrapped in the pipeline's transaction: each call actor commits its own
+      // transitions, and their effects must start only after those commits are final.
+      async: true,
+      handler: async (ctx) => handle(kind, ctx as HandlerContext<unknown, unknown>),
     });
 
   return [route('voice'), route('status'), route('amd')];

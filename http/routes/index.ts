@@ -12,9 +12,10 @@ import { callerRoutes } from './callers.ts';
 import { callRoutes } from './calls.ts';
 import { carrierTwilioRoutes } from './carrier-twilio.ts';
 import { carrierTelnyxRoutes } from './carrier-telnyx.ts';
+import { debugRoutes } from './debug.ts';
 
 export function allRoutes(deps: AppDeps): RouteDef<any, any>[] {
   const routes: RouteDef<any, any>[] = [];
-  routes.push(...keyRoutes(deps), ...accountRoutes(deps), ...phoneNumberRoutes(deps), ...callerRoutes(deps), ...agentRoutes(deps), ...voiceRoutes(), ...integrationRoutes(deps), ...callRoutes(deps), ...carrierTwilioRoutes(deps), ...carrierTelnyxRoutes(deps), ...systemRoutes(deps, () => routes));
+  routes.push(...keyRoutes(deps), ...accountRoutes(deps), ...phoneNumberRoutes(deps), ...callerRoutes(deps), ...agentRoutes(deps), ...voiceRoutes(), ...integrationRoutes(deps), ...callRoutes(deps), ...carrierTwilioRoutes(deps), ...carrierTelnyxRoutes(deps), ...debugRoutes(deps), ...systemRoutes(deps, () => routes));
   return routes;
 }

@@ -8,7 +8,9 @@ import { E164, page } from '../schemas.ts';
 import type { AppDeps } from '../deps.ts';
 import { findVoice } from '../../voice/voices.ts';
 import { connectNumber, credentialsFrom } from '../../voice/carriers/number-import.ts';
-import { MAX_UNPAGINATED, settingsOf, type ImportHolder, type NumberSettings } from '../../storage/phone-numbers.ts';
+import { randomBase62 } from '../../storage/ids.ts';
+import { MAX_UNPAGINATED, settingsOf, type CarrierCredentials, type ImportHolder, type NumberSettings } from '../../storage/phone-numbers.ts';
+import { numberImportApiError } from './number-import-errors.ts';
 import {
   READ_ONLY_FIELDS,
   SPEAKING_RATE_MAX,
@@ -144,12 +146,20 @@ export function phoneNumberRoutes({ storage, clock, config }: AppDeps) {
           throw new ApiError('invalid_phone_format', 'phone_number must be E.164: a leading + and the country code, e.g. +14155550123.', { field: 'phone_number' });
         }
         if (!numbers.ownsAgent(accountId, body.agent_id)) throw agentReference(body.agent_id);
-        const credentials = credentialsFrom(body.provider, body);
+        let credentials: CarrierCredentials;
+        try {
+          credentials = credentialsFrom(body.provider, body);
+        } catch (err) {
+          throw numberImportApiError(err);
+        }
         return oneAtATime(phoneNumber, async () => {
           const holder = numbers.holder(accountId, phoneNumber, body.agent_id);
           if (holder.kind === 'other_account' || holder.kind === 'other_agent') throw conflictError(holder, phoneNumber);
-          const existingToken = holder.kind === 'same_agent' ? holder.row.events_token : null;
-          const connected = await connectNumber(endpoints, phoneNumber, credentials, existingToken);
+          // Carrier B's events token: kept on a re-import so a call in progress keeps its event URL.
+          const eventsToken = (holder.kind === 'same_agent' ? holder.row.events_token : null) ?? randomBase62(32);
+          const connected = await connectNumber(endpoints, phoneNumber, credentials, eventsToken).catch((err: unknown) => {
+            throw numberImportApiError(err);
+          });
           const result = numbers.import({
             accountId,
             phoneNumber,

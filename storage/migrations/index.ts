@@ -3,6 +3,7 @@
 import { foundation } from './001-foundation.ts';
 import { configuration } from './002-configuration.ts';
 import { calls } from './003-calls.ts';
+import { durableRuntime } from './004-durable-runtime.ts';
 
 export interface Migration {
   version: number;
@@ -10,4 +11,4 @@ export interface Migration {
   sql: string;
 }
 
-export const migrations: Migration[] = [foundation, configuration, calls];
+export const migrations: Migration[] = [foundation, configuration, calls, durableRuntime];

@@ -1,222 +1,579 @@
-// Model test of the call machine: random interleavings of carrier, dial, hang-up and
-// reconciliation events (duplicates, reordering and late callbacks included) run
-// through a real actor and are compared with a small model of how a call must end,
-// and with the same events replayed from a persisted snapshot taken at every step.
+// Model test of the call machine as the supervisor drives it (pure transitions, effects as
+// named actions; test/model/call-driver.ts plays the runtime's durable tables and the
+// account's slot pool). fast-check generates sequences of named commands, one class per
+// event: carrier webhooks (and their repeats), hang-up requests, slot grants, the outcome
+// of each effect intent (a dial that resolves, rejects or times out; a reconciliation
+// that finds, does not find or cannot reach; a check; a hang-up done or unreachable),
+// each armed deadline coming due, post-call work, and a persist-restore (the process dies:
+// the snapshot goes through JSON, durable deadlines and pending intents stay, RESTORED is
+// delivered). After every command the model holds the machine to:
+// - the slot: held from dialing (or an inbound answer) until the end, released exactly
+//   once, never both held and queued; what the tags say agrees with the pool;
+// - deadlines: every waiting state has its own armed, none is left once the call is final,
+//   and an armed deadline coming due is never ignored;
+// - the dial: at most one `dial` per call over the whole run, restarts included; an
+//   unknown dial is reconciled (tag `dialing`) and, if the call ends before the carrier
+//   says anything, it says the outcome is unknown;
+// - one final state per call: once finished, its status, reason and times never change.
 import fc from 'fast-check';
-import { createActor, fromPromise, type Snapshot } from 'xstate';
 import { expect, it } from 'vitest';
 import { FINAL_CALL_STATUSES, HANGUP_REASONS, type CallEvent, type CallInput } from '../../machines/call-events.ts';
-import {
-  callMachine,
-  callRecordOf,
-  callStatusOf,
-  isFinished,
-  type CallContext,
-  type DialOutput,
-  type HangupInput,
-  type HangupOutput,
-} from '../../machines/call.ts';
+import { CALL_TAGS, MAX_DURATION_DEADLINE, type CallSnapshot } from '../../machines/call.ts';
+import { CallDriver, T0, callInput, type Effect, type Step } from './call-driver.ts';
 
-const T0 = 1_700_000_000_000;
+// ---- the model ----
 
-// ---- the model: a few lines over the event sequence, independent of the machine ----
+type DialPhase = 'none' | 'inflight' | 'unknown' | 'known';
 
-type Phase = 'queued' | 'dialing' | 'up' | 'hanging' | 'over' | 'done';
 interface Model {
-  phase: Phase;
-  connected: boolean;
-  requested: string | null;
-  status: string | null;
-  reason: string | null;
+  input: CallInput;
+  /** The clock: every event carries it as `at`; it never goes back. */
+  now: number;
+  /** The runtime's durable tables and the pool, as the supervisor would hold them (read by preconditions). */
+  rt: CallDriver;
+  /** What is known of the dial's outcome. */
+  dial: DialPhase;
+  /** The final values, fixed by the first step that finished the call. */
+  final: { callStatus: string; endedReason: string | null; startedAt: number | null; endedAt: number | null } | null;
+  /** Carrier webhooks delivered so far (a carrier repeats them). */
+  webhooks: CallEvent[];
+  log: string[];
 }
 
-function startModel(input: CallInput): Model {
-  const phase: Phase = input.direction === 'inbound' ? 'up' : input.queued ? 'queued' : 'dialing';
-  return { phase, connected: input.direction === 'inbound', requested: null, status: null, reason: null };
+const WEBHOOKS = new Set(['CARRIER.RINGING', 'CARRIER.ANSWERED', 'CARRIER.AMD', 'CARRIER.ENDED']);
+/** Events that prove what became of the dial. */
+const DIAL_ANSWERS = new Set(['DIAL.ACCEPTED', 'DIAL.REJECTED', 'DIAL.FOUND', 'DIAL.NOT_FOUND', ...WEBHOOKS]);
+
+/** The deadlines each waiting state must have armed (and nothing else). */
+function expectedDeadlines(s: CallSnapshot): string[] {
+  if (s.matches('queued')) return ['queue_check'];
+  if (s.matches('dialing')) return ['stale'];
+  if (s.matches({ 'dial-unknown': 'asking' })) return ['give_up'];
+  if (s.matches({ 'dial-unknown': 'waiting' })) return ['give_up', 'retry'];
+  if (s.matches('initiated') || s.matches('ringing') || s.matches('hanging-up')) return ['stale'];
+  if (s.matches('in-progress')) return [MAX_DURATION_DEADLINE, 'stale'].sort();
+  return [];
 }
 
-function stepModel(m: Model, e: CallEvent, input: CallInput): Model {
-  const n = { ...m };
-  const over = (status: string, reason: string) => Object.assign(n, { phase: 'over', status, reason });
-  const carrierEnd = (s: string) => {
-    n.connected = n.connected || s === 'completed';
-    const farEnd = input.direction === 'inbound' ? 'caller_hangup' : 'callee_hangup';
-    return over(n.connected ? 'completed' : s, n.requested ?? (n.connected ? farEnd : s));
-  };
-  const final = e.type === 'RECONCILED' && (FINAL_CALL_STATUSES as readonly string[]).includes(e.carrierStatus);
-  const voicemail = e.type === 'CARRIER.AMD' && e.result === 'machine' && input.amdEnabled;
-  const live = n.phase === 'dialing' || n.phase === 'up' || n.phase === 'hanging';
+function fail(m: Model, what: string): never {
+  throw new Error(`${what}\n  state: ${JSON.stringify(m.rt.value)}  tags: [${m.rt.tags().join(', ')}]\n  steps:\n    ${m.log.join('\n    ')}`);
+}
 
-  if (n.phase === 'queued') {
-    if (e.type === 'SLOT.GRANTED') n.phase = 'dialing';
-    if (e.type === 'HANGUP.REQUESTED') over('canceled', 'canceled');
-    return n;
-  }
-  if (n.phase === 'over') {
-    if (e.type === 'POSTCALL.DONE') n.phase = 'done';
-    return n;
-  }
-  if (!live) return n;
-  if (e.type === 'CARRIER.ENDED') return carrierEnd(e.status);
-  if (e.type === 'RECONCILED' && final) return carrierEnd(e.carrierStatus);
-  if (e.type === 'CARRIER.ANSWERED' || e.type === 'CARRIER.AMD') n.connected = true;
+function hold(m: Model, ok: boolean, what: string): void {
+  if (!ok) fail(m, what);
+}
 
-  if (n.phase === 'hanging') {
-    if (e.type === 'HANGUP.DONE') over(n.connected ? 'completed' : 'canceled', n.requested!);
-    return n;
+/** Updates the model from one step, then holds the machine to every invariant. */
+function observe(m: Model, step: Step | null, label: string): void {
+  const d = m.rt;
+  const e = step?.event ?? null;
+  m.log.push(`${label} → ${JSON.stringify(d.value)}${step && !step.taken ? ' (ignored)' : ''}${step?.actions.length ? ` [${step.actions.map((a) => a.type).join(', ')}]` : ''}`);
+
+  // What is known of the dial.
+  if (e && (m.dial === 'inflight' || m.dial === 'unknown')) {
+    if (DIAL_ANSWERS.has(e.type)) m.dial = 'known';
+    else if (m.dial === 'inflight' && (e.type === 'DIAL.UNKNOWN' || (e.type === 'TIMER' && e.name === 'stale'))) m.dial = 'unknown';
   }
-  const wantsHangup =
-    e.type === 'HANGUP.REQUESTED' ? e.reason : voicemail ? 'voicemail_detected' : e.type === 'RECONCILED' ? 'media_lost' : null;
-  if (n.phase === 'dialing') {
-    if (e.type === 'DIAL.REJECTED') return over('failed', n.requested ?? 'failed');
-    if (wantsHangup) n.requested ??= wantsHangup;
-    // Any sign of the carrier leg ends the wait for the dial's answer.
-    if (['DIAL.ACCEPTED', 'CARRIER.RINGING', 'CARRIER.ANSWERED', 'CARRIER.AMD'].includes(e.type)) n.phase = n.requested ? 'hanging' : 'up';
-    return n;
+  if (step?.actions.some((a) => a.type === 'dial') && m.dial === 'none') m.dial = 'inflight';
+  if (e && WEBHOOKS.has(e.type)) m.webhooks.push(e);
+
+  const ctx = d.ctx;
+  const finished = d.finished;
+
+  // At most one dial per call, ever.
+  hold(m, d.issued.dial <= 1, `the call was dialed ${d.issued.dial} times`);
+  if (m.input.direction === 'inbound') hold(m, d.issued.dial === 0, 'an inbound call was dialed');
+
+  // The slot.
+  hold(m, !(d.hasTag(CALL_TAGS.holdsSlot) && d.hasTag(CALL_TAGS.queued)), 'the call both holds a slot and waits for one');
+  hold(m, !(d.slot.held && d.slot.queued), 'the pool has the call both holding a slot and queued');
+  hold(m, d.slot.strayReleases === 0, 'a slot was released by a call holding none (released twice)');
+  if (finished) {
+    hold(m, d.slot.releases === 1, `a finished call released its slot ${d.slot.releases} times, not exactly once`);
+    hold(m, !d.slot.held && !d.slot.queued, 'a finished call is still in the pool');
+  } else {
+    hold(m, d.slot.releases === 0, 'a live call released its slot');
+    hold(m, d.slot.held === d.hasTag(CALL_TAGS.holdsSlot), `the pool says held=${d.slot.held}, the call's tags say ${d.hasTag(CALL_TAGS.holdsSlot)}`);
+    hold(m, d.slot.queued === d.hasTag(CALL_TAGS.queued), `the pool says queued=${d.slot.queued}, the call's tags say ${d.hasTag(CALL_TAGS.queued)}`);
   }
-  // up: initiated, ringing or in-progress; nothing is requested yet in this phase
-  if (wantsHangup) Object.assign(n, { phase: 'hanging', requested: wantsHangup });
-  return n;
+
+  // Deadlines.
+  const armed = Object.keys(d.armed());
+  if (finished) hold(m, armed.length === 0, `deadlines left armed after the end: ${armed.join(', ')}`);
+  else {
+    hold(m, armed.length > 0, 'a waiting state has no deadline');
+    const want = expectedDeadlines(d.snapshot);
+    hold(m, JSON.stringify(armed) === JSON.stringify(want), `armed [${armed.join(', ')}], the state waits on [${want.join(', ')}]`);
+  }
+
+  // An unknown dial is reconciled, and a call ended before the carrier said anything says so.
+  if (!finished && (m.dial === 'inflight' || m.dial === 'unknown')) {
+    hold(m, d.hasTag(CALL_TAGS.dialing), `the dial's outcome is ${m.dial} but the call no longer says it is dialing`);
+  }
+  if (!finished && m.dial === 'unknown') {
+    hold(m, d.pending('findDial').length > 0 || armed.includes('retry'), 'an unknown dial is neither being looked for nor about to be');
+  }
+  if (finished && (m.dial === 'inflight' || m.dial === 'unknown')) {
+    hold(m, ctx.callStatus === 'failed' && (ctx.carrierError as { outcome?: unknown } | null)?.outcome === 'unknown', 'a call whose dial outcome nobody knows ended saying otherwise');
+  }
+  const endedNow = finished && step?.before != null && !step.before.hasTag(CALL_TAGS.finished);
+  if (endedNow && e?.type === 'DIAL.NOT_FOUND') {
+    hold(m, ctx.callStatus === 'failed' && (ctx.carrierError as { outcome?: unknown } | null)?.outcome === 'not_placed', 'a dial the carrier never placed did not end failed / not_placed');
+  }
+
+  // One final state.
+  const finalStatus = (FINAL_CALL_STATUSES as readonly string[]).includes(ctx.callStatus);
+  hold(m, finalStatus === finished && (ctx.endedAt !== null) === finished && (ctx.endedReason !== null) === finished, 'final status, end time and reason disagree with the finished tag');
+  if (ctx.startedAt !== null && ctx.endedAt !== null) hold(m, ctx.startedAt <= ctx.endedAt, 'ended before it started');
+  if (m.final) {
+    hold(m, finished, 'a finished call became live again');
+    const now = { callStatus: ctx.callStatus, endedReason: ctx.endedReason, startedAt: ctx.startedAt, endedAt: ctx.endedAt };
+    hold(m, JSON.stringify(now) === JSON.stringify(m.final), `the final values changed: ${JSON.stringify(m.final)} → ${JSON.stringify(now)}`);
+  } else if (finished) {
+    m.final = { callStatus: ctx.callStatus, endedReason: ctx.endedReason, startedAt: ctx.startedAt, endedAt: ctx.endedAt };
+  }
+  if (d.snapshot.status === 'done') hold(m, finished, 'done without a final state');
+}
+
+// ---- commands ----
+
+type Real = CallDriver;
+
+abstract class CallCommand implements fc.Command<Model, Real> {
+  constructor(readonly dt: number) {}
+  check(m: Readonly<Model>): boolean {
+    return m.rt.snapshot.status === 'active' && this.applies(m);
+  }
+  protected applies(_m: Readonly<Model>): boolean {
+    return true;
+  }
+  run(m: Model, d: Real): void {
+    m.now += this.dt;
+    observe(m, this.act(m, d), this.toString());
+  }
+  protected abstract act(m: Model, d: Real): Step;
+  abstract toString(): string;
+}
+
+/** An event from outside (carrier, media, API, pool, post-call work). */
+abstract class EventCommand extends CallCommand {
+  protected abstract event(m: Model): CallEvent;
+  protected act(m: Model, d: Real): Step {
+    return d.send(this.event(m));
+  }
+}
+
+const opt = <T,>(v: T | undefined, k: string) => (v === undefined ? {} : { [k]: v });
+const show = (name: string, args: Record<string, unknown> = {}) => {
+  const parts = Object.entries(args).filter(([, v]) => v !== undefined).map(([k, v]) => `${k}=${JSON.stringify(v)}`);
+  return `${name}(${parts.join(', ')})`;
+};
+
+class CarrierRinging extends EventCommand {
+  constructor(dt: number, readonly carrierCallId: string | undefined) {
+    super(dt);
+  }
+  event(m: Model): CallEvent {
+    return { type: 'CARRIER.RINGING', at: m.now, ...opt(this.carrierCallId, 'carrierCallId') };
+  }
+  toString() {
+    return show('CarrierRinging', { id: this.carrierCallId });
+  }
+}
+
+class CarrierAnswered extends EventCommand {
+  constructor(dt: number, readonly carrierCallId: string | undefined) {
+    super(dt);
+  }
+  event(m: Model): CallEvent {
+    return { type: 'CARRIER.ANSWERED', at: m.now, ...opt(this.carrierCallId, 'carrierCallId') };
+  }
+  toString() {
+    return show('CarrierAnswered', { id: this.carrierCallId });
+  }
+}
+
+class CarrierAmd extends EventCommand {
+  constructor(dt: number, readonly result: 'human' | 'machine' | 'fax' | 'unknown') {
+    super(dt);
+  }
+  event(m: Model): CallEvent {
+    return { type: 'CARRIER.AMD', at: m.now, result: this.result };
+  }
+  toString() {
+    return show('CarrierAmd', { result: this.result });
+  }
+}
+
+class CarrierEnded extends EventCommand {
+  constructor(dt: number, readonly status: (typeof FINAL_CALL_STATUSES)[number], readonly durationSec: number | undefined) {
+    super(dt);
+  }
+  event(m: Model): CallEvent {
+    return { type: 'CARRIER.ENDED', at: m.now, status: this.status, ...opt(this.durationSec, 'durationSec') };
+  }
+  toString() {
+    return show('CarrierEnded', { status: this.status, durationSec: this.durationSec });
+  }
+}
+
+/** The carrier sends one of its earlier webhooks again (now). */
+class CarrierRepeats extends EventCommand {
+  constructor(dt: number, readonly back: number) {
+    super(dt);
+  }
+  protected override applies(m: Readonly<Model>): boolean {
+    return m.webhooks.length > 0;
+  }
+  event(m: Model): CallEvent {
+    const earlier = m.webhooks[m.webhooks.length - 1 - (this.back % m.webhooks.length)]!;
+    return { ...earlier, at: m.now };
+  }
+  toString() {
+    return show('CarrierRepeats', { back: this.back });
+  }
+}
+
+class MediaStarted extends EventCommand {
+  event(m: Model): CallEvent {
+    return { type: 'MEDIA.STARTED', at: m.now };
+  }
+  toString() {
+    return 'MediaStarted()';
+  }
+}
+
+class MediaStopped extends EventCommand {
+  event(m: Model): CallEvent {
+    return { type: 'MEDIA.STOPPED', at: m.now };
+  }
+  toString() {
+    return 'MediaStopped()';
+  }
+}
+
+class Dtmf extends EventCommand {
+  event(m: Model): CallEvent {
+    return { type: 'DTMF', at: m.now, digit: '7' };
+  }
+  toString() {
+    return 'Dtmf()';
+  }
+}
+
+class HangupRequested extends EventCommand {
+  constructor(dt: number, readonly reason: (typeof HANGUP_REASONS)[number]) {
+    super(dt);
+  }
+  event(m: Model): CallEvent {
+    return { type: 'HANGUP.REQUESTED', at: m.now, reason: this.reason };
+  }
+  toString() {
+    return show('HangupRequested', { reason: this.reason });
+  }
+}
+
+class PostcallDone extends EventCommand {
+  event(m: Model): CallEvent {
+    return { type: 'POSTCALL.DONE', at: m.now };
+  }
+  toString() {
+    return 'PostcallDone()';
+  }
+}
+
+/** The pool grants the queued call a slot. */
+class SlotGranted extends CallCommand {
+  protected override applies(m: Readonly<Model>): boolean {
+    return m.rt.slot.queued;
+  }
+  protected act(m: Model, d: Real): Step {
+    return d.grant(m.now);
+  }
+  toString() {
+    return 'SlotGranted()';
+  }
+}
+
+/** The oldest pending intent of an effect finishes. */
+abstract class OutcomeCommand extends CallCommand {
+  abstract readonly effect: Effect;
+  protected abstract outcome(m: Model): CallEvent;
+  protected override applies(m: Readonly<Model>): boolean {
+    return m.rt.pending(this.effect).length > 0;
+  }
+  protected act(m: Model, d: Real): Step {
+    return d.settle(this.effect, this.outcome(m));
+  }
+}
+
+class DialResolves extends OutcomeCommand {
+  readonly effect = 'dial' as const;
+  constructor(dt: number, readonly carrierCallId: string) {
+    super(dt);
+  }
+  outcome(m: Model): CallEvent {
+    return { type: 'DIAL.ACCEPTED', at: m.now, carrierCallId: this.carrierCallId };
+  }
+  toString() {
+    return show('DialResolves', { id: this.carrierCallId });
+  }
+}
+
+class DialRejects extends OutcomeCommand {
+  readonly effect = 'dial' as const;
+  outcome(m: Model): CallEvent {
+    return { type: 'DIAL.REJECTED', at: m.now, carrierError: { status: 400, code: 21211 } };
+  }
+  toString() {
+    return 'DialRejects()';
+  }
+}
+
+class DialTimesOut extends OutcomeCommand {
+  readonly effect = 'dial' as const;
+  outcome(m: Model): CallEvent {
+    return { type: 'DIAL.UNKNOWN', at: m.now, carrierError: { outcome: 'unknown', message: 'no answer within 10000 ms' } };
+  }
+  toString() {
+    return 'DialTimesOut()';
+  }
+}
+
+type CarrierStatus = (typeof FINAL_CALL_STATUSES)[number] | 'active' | 'unknown';
+interface CarrierView {
+  carrierStatus: CarrierStatus;
+  answered: boolean | undefined;
+  endedAgo: number | undefined;
+  durationSec: number | undefined;
+}
+const carrierFields = (m: Model, v: CarrierView) => ({
+  carrierStatus: v.carrierStatus,
+  ...opt(v.answered, 'answered'),
+  ...opt(v.endedAgo === undefined ? undefined : Math.max(T0, m.now - v.endedAgo), 'endedAt'),
+  ...opt(v.durationSec, 'durationSec'),
+});
+
+class FindDialFound extends OutcomeCommand {
+  readonly effect = 'findDial' as const;
+  constructor(dt: number, readonly view: CarrierView) {
+    super(dt);
+  }
+  outcome(m: Model): CallEvent {
+    return { type: 'DIAL.FOUND', at: m.now, carrierCallId: 'CA1', ...carrierFields(m, this.view) };
+  }
+  toString() {
+    return show('FindDialFound', { ...this.view });
+  }
+}
+
+class FindDialNotFound extends OutcomeCommand {
+  readonly effect = 'findDial' as const;
+  outcome(m: Model): CallEvent {
+    return { type: 'DIAL.NOT_FOUND', at: m.now };
+  }
+  toString() {
+    return 'FindDialNotFound()';
+  }
+}
+
+class FindDialUnreachable extends OutcomeCommand {
+  readonly effect = 'findDial' as const;
+  outcome(m: Model): CallEvent {
+    return { type: 'CARRIER.UNREACHABLE', at: m.now };
+  }
+  toString() {
+    return 'FindDialUnreachable()';
+  }
+}
+
+class CheckCallReconciled extends OutcomeCommand {
+  readonly effect = 'checkCall' as const;
+  constructor(dt: number, readonly view: CarrierView) {
+    super(dt);
+  }
+  outcome(m: Model): CallEvent {
+    return { type: 'RECONCILED', at: m.now, ...carrierFields(m, this.view) };
+  }
+  toString() {
+    return show('CheckCallReconciled', { ...this.view });
+  }
+}
+
+class CheckCallUnreachable extends OutcomeCommand {
+  readonly effect = 'checkCall' as const;
+  outcome(m: Model): CallEvent {
+    return { type: 'CARRIER.UNREACHABLE', at: m.now };
+  }
+  toString() {
+    return 'CheckCallUnreachable()';
+  }
+}
+
+class HangupDone extends OutcomeCommand {
+  readonly effect = 'hangup' as const;
+  outcome(m: Model): CallEvent {
+    return { type: 'HANGUP.DONE', at: m.now };
+  }
+  toString() {
+    return 'HangupDone()';
+  }
+}
+
+class HangupUnreachable extends OutcomeCommand {
+  readonly effect = 'hangup' as const;
+  outcome(m: Model): CallEvent {
+    return { type: 'CARRIER.UNREACHABLE', at: m.now };
+  }
+  toString() {
+    return 'HangupUnreachable()';
+  }
+}
+
+const DEADLINES = ['queue_check', 'stale', 'retry', 'give_up', MAX_DURATION_DEADLINE] as const;
+
+/** An armed deadline comes due: the scheduler delivers it at or after its dueAt. */
+class DeadlineFires extends CallCommand {
+  constructor(dt: number, readonly name: (typeof DEADLINES)[number]) {
+    super(dt);
+  }
+  protected override applies(m: Readonly<Model>): boolean {
+    return m.rt.deadlines.has(this.name);
+  }
+  override run(m: Model, d: Real): void {
+    m.now = Math.max(m.now, d.deadlines.get(this.name)!.dueAt) + this.dt;
+    const step = d.fire(this.name, m.now);
+    observe(m, step, this.toString());
+    hold(m, step.taken, `the armed deadline ${this.name} came due and the call ignored it`);
+  }
+  protected act(): Step {
+    throw new Error('unused');
+  }
+  toString() {
+    return show('DeadlineFires', { name: this.name });
+  }
+}
+
+/** The process dies and comes back: the stored snapshot through JSON, RESTORED delivered. */
+class PersistRestore extends CallCommand {
+  override run(m: Model, d: Real): void {
+    m.now += this.dt;
+    const stored = JSON.parse(JSON.stringify(d.persisted())) as ReturnType<Real['persisted']>;
+    const tags = d.tags();
+    const step = d.restart(m.now);
+    // Resolved from the stored form, the call is where it was, with what it knew.
+    const back = step.before!;
+    hold(m, JSON.stringify(back.value) === JSON.stringify(stored.value), 'restored into another state');
+    expect(back.context).toEqual(stored.context);
+    hold(m, JSON.stringify([...back.tags].sort()) === JSON.stringify(tags), 'restored with other tags');
+    observe(m, step, this.toString());
+  }
+  protected act(): Step {
+    throw new Error('unused');
+  }
+  toString() {
+    return 'PersistRestore()';
+  }
 }
 
 // ---- arbitraries ----
 
-const eventBody = fc.oneof(
-  { arbitrary: fc.constant({ type: 'SLOT.GRANTED' as const }), weight: 2 },
-  { arbitrary: fc.record({ type: fc.constant('DIAL.ACCEPTED' as const), carrierCallId: fc.constantFrom('CA1', 'CA2') }), weight: 3 },
-  { arbitrary: fc.record({ type: fc.constant('DIAL.REJECTED' as const), carrierError: fc.constant({ status: 400, code: 21211 }) }), weight: 1 },
-  { arbitrary: fc.record({ type: fc.constant('CARRIER.RINGING' as const), carrierCallId: fc.constantFrom('CA1', 'CA3') }, { requiredKeys: ['type'] }), weight: 3 },
-  { arbitrary: fc.record({ type: fc.constant('CARRIER.ANSWERED' as const), carrierCallId: fc.constant('CA1') }, { requiredKeys: ['type'] }), weight: 3 },
-  { arbitrary: fc.record({ type: fc.constant('CARRIER.AMD' as const), result: fc.constantFrom('human', 'machine', 'fax', 'unknown') }), weight: 2 },
-  {
-    arbitrary: fc.record(
-      {
-        type: fc.constant('CARRIER.ENDED' as const),
-        status: fc.constantFrom(...FINAL_CALL_STATUSES),
-        hangupSource: fc.constantFrom('caller', 'callee', 'unknown'),
-        durationSec: fc.integer({ min: 0, max: 600 }),
-      },
-      { requiredKeys: ['type', 'status'] },
-    ),
-    weight: 2,
-  },
-  { arbitrary: fc.constantFrom({ type: 'MEDIA.STARTED' as const }, { type: 'MEDIA.STOPPED' as const }, { type: 'DTMF' as const, digit: '7' }), weight: 1 },
-  { arbitrary: fc.record({ type: fc.constant('HANGUP.REQUESTED' as const), reason: fc.constantFrom(...HANGUP_REASONS) }), weight: 2 },
-  { arbitrary: fc.constant({ type: 'HANGUP.DONE' as const }), weight: 2 },
-  { arbitrary: fc.record({ type: fc.constant('RECONCILED' as const), carrierStatus: fc.constantFrom(...FINAL_CALL_STATUSES, 'active', 'unknown') }), weight: 1 },
-  { arbitrary: fc.constant({ type: 'POSTCALL.DONE' as const }), weight: 1 },
-);
-
-/** A fresh event, or a repeat of one sent `back` steps earlier (a duplicated or late callback). */
-const step = fc.oneof(
-  { arbitrary: fc.record({ body: eventBody, dt: fc.integer({ min: -3_000, max: 90_000 }) }), weight: 5 },
-  { arbitrary: fc.record({ back: fc.integer({ min: 1, max: 6 }) }), weight: 1 },
-);
-
-const scenario = fc.record({
-  kind: fc.constantFrom('inbound', 'outbound', 'queued'),
-  amdEnabled: fc.boolean(),
-  maxDurationSec: fc.integer({ min: 60, max: 1800 }),
-  steps: fc.array(step, { maxLength: 24 }),
+const dt = fc.integer({ min: 0, max: 20_000 });
+const lateness = fc.integer({ min: 0, max: 5_000 });
+const maybe = <T,>(a: fc.Arbitrary<T>) => fc.option(a, { nil: undefined });
+const carrierView: fc.Arbitrary<CarrierView> = fc.record({
+  carrierStatus: fc.constantFrom<CarrierStatus>(...FINAL_CALL_STATUSES, 'active', 'unknown'),
+  answered: maybe(fc.boolean()),
+  endedAgo: maybe(fc.integer({ min: 0, max: 120_000 })),
+  durationSec: maybe(fc.integer({ min: 0, max: 600 })),
 });
 
-function materialise(steps: Array<{ body: object; dt: number } | { back: number }>): CallEvent[] {
-  const events: CallEvent[] = [];
-  let at = T0;
-  for (const s of steps) {
-    if ('back' in s) {
-      const earlier = events[events.length - s.back];
-      if (earlier) events.push(earlier);
+/** Each command's arbitrary, listed `weight` times: fc.commands draws uniformly from the list. */
+const weighted = (weight: number, arb: fc.Arbitrary<fc.Command<Model, Real>>) => Array.from({ length: weight }, () => arb);
+
+const commands = [
+  ...weighted(1, fc.tuple(dt, maybe(fc.constantFrom('CA1', 'CA2'))).map(([t, id]) => new CarrierRinging(t, id))),
+  ...weighted(1, fc.tuple(dt, maybe(fc.constantFrom('CA1', 'CA2'))).map(([t, id]) => new CarrierAnswered(t, id))),
+  ...weighted(1, fc.tuple(dt, fc.constantFrom('human', 'machine', 'fax', 'unknown') as fc.Arbitrary<'human' | 'machine' | 'fax' | 'unknown'>).map(([t, r]) => new CarrierAmd(t, r))),
+  ...weighted(1, fc.tuple(dt, fc.constantFrom(...FINAL_CALL_STATUSES), maybe(fc.integer({ min: 0, max: 600 }))).map(([t, s, sec]) => new CarrierEnded(t, s, sec))),
+  ...weighted(1, fc.tuple(dt, fc.nat(8)).map(([t, back]) => new CarrierRepeats(t, back))),
+  // The media stream's events change nothing the machine keeps: one weight for the three.
+  ...weighted(1, fc.oneof(dt.map((t) => new MediaStarted(t)), dt.map((t) => new MediaStopped(t)), dt.map((t) => new Dtmf(t)))),
+  ...weighted(1, fc.tuple(dt, fc.constantFrom(...HANGUP_REASONS)).map(([t, r]) => new HangupRequested(t, r))),
+  ...weighted(1, dt.map((t) => new PostcallDone(t))),
+  ...weighted(2, dt.map((t) => new SlotGranted(t))),
+  ...weighted(2, fc.tuple(dt, fc.constantFrom('CA1', 'CA2')).map(([t, id]) => new DialResolves(t, id))),
+  ...weighted(1, dt.map((t) => new DialRejects(t))),
+  ...weighted(2, dt.map((t) => new DialTimesOut(t))),
+  ...weighted(2, fc.tuple(dt, carrierView).map(([t, v]) => new FindDialFound(t, v))),
+  ...weighted(1, dt.map((t) => new FindDialNotFound(t))),
+  ...weighted(2, dt.map((t) => new FindDialUnreachable(t))),
+  ...weighted(2, fc.tuple(dt, carrierView).map(([t, v]) => new CheckCallReconciled(t, v))),
+  ...weighted(1, dt.map((t) => new CheckCallUnreachable(t))),
+  ...weighted(2, dt.map((t) => new HangupDone(t))),
+  ...weighted(2, dt.map((t) => new HangupUnreachable(t))),
+  ...weighted(4, fc.tuple(lateness, fc.constantFrom(...DEADLINES)).map(([t, n]) => new DeadlineFires(t, n))),
+  ...weighted(2, dt.map((t) => new PersistRestore(t))),
+];
+
+const callArb = fc.record({
+  kind: fc.constantFrom('inbound', 'outbound', 'outbound', 'queued'),
+  amdEnabled: fc.boolean(),
+  maxDurationSec: fc.integer({ min: 60, max: 1_800 }),
+  provider: fc.constantFrom('twilio' as const, 'telnyx' as const),
+});
+
+// ---- liveness ----
+
+/** What an effect answers when the carrier cannot be reached. */
+function unreachable(effect: Effect, at: number): CallEvent {
+  return effect === 'dial' ? { type: 'DIAL.UNKNOWN', at } : { type: 'CARRIER.UNREACHABLE', at };
+}
+
+/**
+ * After the run, the service asks to end the call while the carrier stays unreachable and
+ * no webhook comes: every effect fails to reach it and only deadlines move time on. The
+ * call must still end, so its slot frees (a hang-up is given up after a few attempts, an
+ * unknown dial at its give-up). The invariants hold at every step of the way.
+ */
+function endsWithTheCarrierUnreachable(m: Model): void {
+  const d = m.rt;
+  if (d.snapshot.status !== 'active' || d.finished) return;
+  m.now += 1_000;
+  observe(m, d.send({ type: 'HANGUP.REQUESTED', at: m.now, reason: 'canceled' }), 'then: HangupRequested(reason="canceled")');
+  for (let i = 0; i < 1_000 && !d.finished; i++) {
+    const intent = d.pending()[0];
+    if (intent) {
+      m.now += 1_000;
+      observe(m, d.settle(intent.effect, unreachable(intent.effect, m.now)), `then: ${intent.effect} unreachable`);
       continue;
     }
-    at = Math.max(0, at + s.dt);
-    events.push({ ...s.body, at } as CallEvent);
+    const [name, due] = [...d.deadlines].sort(([, a], [, b]) => a.dueAt - b.dueAt)[0] ?? fail(m, 'asked to end, the call waits on nothing');
+    m.now = Math.max(m.now, due.dueAt);
+    const step = d.fire(name, m.now);
+    observe(m, step, `then: DeadlineFires(name="${name}")`);
+    hold(m, step.taken, `the armed deadline ${name} came due and the call ignored it`);
   }
-  return events;
+  hold(m, d.finished, 'asked to end while the carrier is unreachable, the call never ends (its slot is never freed)');
 }
 
-// Effects never settle: the events alone drive the call, so every run replays exactly.
-const machine = callMachine.provide({
-  actors: {
-    dial: fromPromise<DialOutput, CallContext>(() => new Promise(() => {})),
-    hangup: fromPromise<HangupOutput, HangupInput>(() => new Promise(() => {})),
-  },
-});
+// CALL_MODEL_RUNS=20000 (and CALL_MODEL_SEED=…) for a deeper search.
+const RUNS = Number(process.env['CALL_MODEL_RUNS'] ?? 300);
+const SEED = process.env['CALL_MODEL_SEED'] === undefined ? {} : { seed: Number(process.env['CALL_MODEL_SEED']) };
 
-function run(init: { input: CallInput } | { snapshot: Snapshot<unknown> }) {
-  const errors: unknown[] = [];
-  const actor = createActor(machine, init as { input: CallInput });
-  actor.subscribe({ error: (e) => errors.push(e) });
-  actor.start();
-  return { actor, errors };
-}
-
-it('a call reaches exactly one final state, agreeing with the model, and replays equal from any persisted snapshot', () => {
+it('slot released exactly once, deadlines armed and cancelled, one dial and one final state per call', { timeout: 20_000 + RUNS * 5 }, () => {
   fc.assert(
-    fc.property(scenario, ({ kind, amdEnabled, maxDurationSec, steps }) => {
-      const input: CallInput = {
-        id: 'call_0123456789abcdefghijklmn',
-        accountId: 'acct_1',
-        agentId: 'agent_1',
-        direction: kind === 'inbound' ? 'inbound' : 'outbound',
-        provider: 'telnyx',
-        phoneNumber: '+15550000001',
-        from: '+15550000001',
-        to: '+15550000002',
-        carrierCallId: kind === 'inbound' ? 'CA_in' : null,
-        amdEnabled,
-        maxDurationSec,
-        campaignId: null,
-        queued: kind === 'queued',
-        createdAt: T0,
-      };
-      const events = materialise(steps);
-      const { actor, errors } = run({ input });
-      const persisted: string[] = [JSON.stringify(actor.getPersistedSnapshot())];
-      let model = startModel(input);
-      let firstFinal: { status: string; reason: string | null; endedAt: number | null } | null = null;
-
-      for (const e of events) {
-        // A done actor takes no events (XState would only warn); the model ignores them too.
-        if (actor.getSnapshot().status !== 'done') actor.send(e);
-        persisted.push(JSON.stringify(actor.getPersistedSnapshot()));
-        model = stepModel(model, e, input);
-        const snap = actor.getSnapshot();
-        const ctx = snap.context;
-        const modelOver = model.phase === 'over' || model.phase === 'done';
-
-        expect(isFinished(snap)).toBe(modelOver);
-        expect(snap.status).toBe(model.phase === 'done' ? 'done' : 'active');
-        expect(ctx.endedAt !== null).toBe(modelOver);
-        if (ctx.startedAt !== null && ctx.endedAt !== null) expect(ctx.startedAt).toBeLessThanOrEqual(ctx.endedAt);
-        if (!modelOver) {
-          expect((FINAL_CALL_STATUSES as readonly string[]).includes(callStatusOf(snap))).toBe(false);
-          continue;
-        }
-        expect([callStatusOf(snap), ctx.endedReason]).toEqual([model.status, model.reason]);
-        expect(ctx.startedAt !== null).toBe(model.connected);
-        expect(ctx.voicemailDetected).toBe(ctx.endedReason === 'voicemail_detected');
-        const record = callRecordOf(ctx);
-        expect(record.duration_ms).toBeGreaterThanOrEqual(0);
-        if (!model.connected) expect(record.charged_minutes).toBe(0);
-        // Once final, the final values never change.
-        firstFinal ??= { status: ctx.callStatus, reason: ctx.endedReason, endedAt: ctx.endedAt };
-        expect({ status: ctx.callStatus, reason: ctx.endedReason, endedAt: ctx.endedAt }).toEqual(firstFinal);
-      }
-      expect(errors).toEqual([]);
-
-      const final = actor.getSnapshot();
-      persisted.forEach((json, i) => {
-        const restored = run({ snapshot: JSON.parse(json) as Snapshot<unknown> });
-        for (const e of events.slice(i)) if (restored.actor.getSnapshot().status !== 'done') restored.actor.send(e);
-        const snap = restored.actor.getSnapshot();
-        expect(snap.context).toEqual(final.context);
-        expect([snap.value, snap.status]).toEqual([final.value, final.status]);
-        expect(restored.errors).toEqual([]);
-        restored.actor.stop();
-      });
-      actor.stop();
+    fc.property(callArb, fc.commands(commands, { maxCommands: 40, size: 'max' }), ({ kind, amdEnabled, maxDurationSec, provider }, cmds) => {
+      const input =
+        kind === 'inbound'
+          ? callInput({ direction: 'inbound', carrierCallId: 'CA_in', from: '+15550000009', to: '+15550000001', amdEnabled, maxDurationSec, provider })
+          : callInput({ queued: kind === 'queued', amdEnabled, maxDurationSec, provider });
+      const rt = CallDriver.start(input);
+      const m: Model = { input, now: T0, rt, dial: 'none', final: null, webhooks: [], log: [] };
+      observe(m, rt.last(), `start(${kind})`);
+      fc.modelRun(() => ({ model: m, real: rt }), cmds);
+      endsWithTheCarrierUnreachable(m);
     }),
-    { numRuns: 150 },
+    { numRuns: RUNS, ...SEED },
   );
 });

@@ -31,6 +31,9 @@ it('starts both simulated carriers and the control server', async () => {
     const control = /control\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(out)![1]!;
     const calls = await (await fetch(`${control}/calls`)).json();
     expect(calls).toEqual({ twilio: [], telnyx: [] });
+    const chaos = await fetch(`${control}/chaos/telnyx?seed=3&drop=0.25&reset=0.1&slow=0.2&slow_ms=4000`, { method: 'POST' });
+    expect(await chaos.json()).toEqual({ chaos: { seed: 3, dropRate: 0.25, resetRate: 0.1, slowRate: 0.2, slowMs: 4000, match: 'dial' } });
+    expect(await (await fetch(`${control}/chaos/telnyx`, { method: 'DELETE' })).json()).toEqual({ chaos: null });
     const twilioBase = /carrier A \(twilio\) REST\s+(\S+)/.exec(out)![1];
     const auth = Buffer.from('ACdeadbeefdeadbeefdeadbeefdeadbeef:local-sim-auth-token-0123456789ab').toString('base64');
     const numbers = await fetch(`${twilioBase}/2010-04-01/Accounts/ACdeadbeefdeadbeefdeadbeefdeadbeef/IncomingPhoneNumbers.json?PhoneNumber=%2B14155550100`, {

@@ -3,6 +3,8 @@
 // The same wire-accurate simulators the tests use: signed webhooks, media streams
 // (a tone as the far end's voice), call scenarios. A small control server rings the
 // service's numbers and hangs calls up; answered outbound calls end after SIM_CALL_SECONDS.
+// It can also make a carrier's dials misbehave at random (seeded): answers lost, reset
+// or slow (sim-http.ts), to watch the service reconcile dials whose outcome is unknown.
 import { createHash, createPrivateKey, createPublicKey } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -89,13 +91,33 @@ async function control(method: string, url: URL): Promise<Answer> {
     const handle = await telnyx.placeInboundCall({ from, to, apiKey: LOCAL.telnyx.apiKey });
     return { status: 200, body: { id: handle.id } };
   }
+  if ((method === 'POST' || method === 'DELETE') && parts[0] === 'chaos' && (parts[1] === 'twilio' || parts[1] === 'telnyx')) {
+    const sim = parts[1] === 'twilio' ? twilio : telnyx;
+    if (method === 'DELETE') {
+      sim.chaos(null);
+      return { status: 200, body: { chaos: null } };
+    }
+    const rate = (k: string) => Math.min(1, Math.max(0, Number(url.searchParams.get(k) ?? 0) || 0));
+    const chaos = {
+      seed: Number(url.searchParams.get('seed') ?? 1) || 1,
+      dropRate: rate('drop'),
+      resetRate: rate('reset'),
+      slowRate: rate('slow'),
+      slowMs: Number(url.searchParams.get('slow_ms') ?? 3000) || 3000,
+    };
+    sim.chaos(chaos);
+    return { status: 200, body: { chaos: { ...chaos, match: 'dial' } } };
+  }
   if (method === 'POST' && parts[0] === 'hangup' && parts[2]) {
     if (parts[1] === 'twilio') await twilio.hangup(parts[2]);
     else if (parts[1] === 'telnyx') await telnyx.hangup(parts[2]);
     else return { status: 404, body: { error: 'carrier is twilio or telnyx' } };
     return { status: 200, body: { hung_up: parts[2] } };
   }
-  return { status: 404, body: { error: 'GET /calls, POST /inbound/{twilio|telnyx}?to=&from=, POST /hangup/{twilio|telnyx}/{id}' } };
+  return {
+    status: 404,
+    body: { error: 'GET /calls, POST /inbound/{twilio|telnyx}?to=&from=, POST /hangup/{twilio|telnyx}/{id}, POST|DELETE /chaos/{twilio|telnyx}?seed=&drop=&reset=&slow=&slow_ms=' },
+  };
 }
 
 const server = createServer((req, res) => {
@@ -115,7 +137,8 @@ console.log(`Local carriers are up.
   carrier B (telnyx) REST  ${telnyx.baseUrl}   api key ${LOCAL.telnyx.apiKey}  connection ${LOCAL.telnyx.connectionId}
                            numbers ${LOCAL.telnyx.numbers.join(', ')}
                            public key ${telnyx.publicKeyOf(LOCAL.telnyx.apiKey)}  (telnyx_public_key: required to import)
-  control                  ${controlUrl}  (GET /calls, POST /inbound/{twilio|telnyx}?to=&from=, POST /hangup/{twilio|telnyx}/{id})
+  control                  ${controlUrl}  (GET /calls, POST /inbound/{twilio|telnyx}?to=&from=, POST /hangup/{twilio|telnyx}/{id},
+                           POST|DELETE /chaos/{twilio|telnyx}?seed=&drop=&reset=&slow=&slow_ms=)
 
 Start the service against them in another terminal:
   TWILIO_API_BASE=${twilio.baseUrl} TELNYX_API_BASE=${telnyx.baseUrl} PUBLIC_BASE_URL=http://127.0.0.1:8080 MEDIA_ENGINE=echo npm start

@@ -324,3 +324,161 @@ describe('Call Control in the simulator', () => {
     await expect(sim.placeInboundCall({ from: '+15551112222', to: '+15559990000', apiKey: acct.apiKey })).rejects.toThrow(/not a number/);
   });
 });
+
+describe("the carrier's memory: command_id window, active calls, record retention", () => {
+  // Each test its own simulator, so moving its clock touches nothing else.
+  async function setup() {
+    const x = await startTelnyxSim();
+    const apiKey = `KEY${token()}`;
+    x.addApiKey(apiKey);
+    const connectionId = x.addConnection(apiKey);
+    const from = '+14155550123';
+    x.addNumber(apiKey, from, { connectionId });
+    const events = token();
+    const call = (method: string, path: string, body?: unknown) =>
+      fetch(`${x.baseUrl}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${apiKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    const dial = async (over: Record<string, unknown> = {}) => {
+      const res = await call('POST', '/v2/calls', {
+        connection_id: connectionId,
+        to: '+15557650000',
+        from,
+        webhook_url: `${receiver.baseUrl}/carrier/telnyx/events/${events}`,
+        client_state: Buffer.from('call_mem').toString('base64'),
+        ...over,
+      });
+      return { status: res.status, id: ((await res.json()) as { data?: { call_control_id: string } }).data?.call_control_id };
+    };
+    return { x, apiKey, connectionId, call, dial };
+  }
+
+  it('a dial repeated with its command_id within 60 s is the same call; after 60 s it places a new one', async () => {
+    const { x, dial } = await setup();
+    try {
+      const first = await dial({ command_id: 'dial-1', to: '+15557650001' });
+      x.advanceClock(59_000);
+      expect((await dial({ command_id: 'dial-1', to: '+15557650001' })).id).toBe(first.id);
+      expect(x.placedTo('+15557650001')).toBe(1);
+      x.advanceClock(1_000);
+      const third = await dial({ command_id: 'dial-1', to: '+15557650001' });
+      expect(third.id).not.toBe(first.id);
+      expect(x.placedTo('+15557650001')).toBe(2);
+      // The window restarts with the call it placed.
+      x.advanceClock(30_000);
+      expect((await dial({ command_id: 'dial-1', to: '+15557650001' })).id).toBe(third.id);
+      expect(x.dialRequests('+15557650001')).toHaveLength(4);
+      expect(x.placedCounts()).toEqual(new Map([['+15557650001', 2]]));
+    } finally {
+      await x.close();
+    }
+  });
+
+  it('a repeated call command is a no-op within 60 s only', async () => {
+    const { x, call, dial } = await setup();
+    try {
+      x.calls.stepMs = 60_000; // stays ringing
+      const { id } = await dial();
+      const hangup = (cid: string) => call('POST', `/v2/calls/${id}/actions/hangup`, { command_id: cid });
+      expect((await hangup('h')).status).toBe(200);
+      expect((await hangup('h')).status).toBe(200);
+      x.advanceClock(60_000);
+      // Forgotten: carried out again, on a call that is over.
+      const late = await hangup('h');
+      expect(late.status).toBe(422);
+      expect(await late.json()).toMatchObject({ errors: [{ code: '90018' }] });
+      expect(x.calls.calls.get(id!)!.commands.map((c) => c.deduplicated)).toEqual([false, true, false]);
+    } finally {
+      await x.close();
+    }
+  });
+
+  it('GET /v2/connections/{id}/active_calls lists live calls with their client_state, cursor-paged', async () => {
+    const { x, connectionId, call, dial } = await setup();
+    try {
+      x.calls.stepMs = 60_000;
+      const ids: string[] = [];
+      for (const n of ['a', 'b', 'c']) ids.push((await dial({ client_state: Buffer.from(`call_${n}`).toString('base64'), to: `+1555765100${ids.length}` })).id!);
+      x.advanceClock(5_000);
+      const page = async (q: string) => (await (await call('GET', `/v2/connections/${connectionId}/active_calls${q}`)).json()) as {
+        data: Record<string, unknown>[];
+        meta: { cursors: { after: string | null; before: string | null }; total_items: number; next?: string; previous?: string };
+      };
+      const all = await page('');
+      expect(all.data.map((c) => c.call_control_id)).toEqual(ids);
+      expect(all.data[0]).toEqual({
+        call_control_id: ids[0],
+        call_leg_id: expect.any(String),
+        call_session_id: expect.any(String),
+        client_state: Buffer.from('call_a').toString('base64'),
+        call_duration: 5,
+        record_type: 'call',
+      });
+      expect(all.meta).toMatchObject({ total_items: 3 });
+      expect(all.meta.next).toBeUndefined();
+
+      const p1 = await page('?page[limit]=2');
+      expect(p1.data.map((c) => c.call_control_id)).toEqual(ids.slice(0, 2));
+      expect(p1.meta.next).toBe(`/v2/connections/${connectionId}/active_calls?page[after]=${p1.meta.cursors.after}&page[limit]=2`);
+      const p2 = await page(`?page[limit]=2&page[after]=${encodeURIComponent(p1.meta.cursors.after!)}`);
+      expect(p2.data.map((c) => c.call_control_id)).toEqual(ids.slice(2));
+      expect(p2.meta.next).toBeUndefined();
+      expect(p2.meta.previous).toBeDefined();
+      expect((await call('GET', `/v2/connections/${connectionId}/active_calls?page[limit]=0`)).status).toBe(422);
+
+      // Ended calls leave the list; other accounts and unknown connections see nothing.
+      await x.hangup(ids[1]!);
+      expect((await page('')).data.map((c) => c.call_control_id)).toEqual([ids[0], ids[2]]);
+      x.addApiKey('intruder');
+      const foreign = await fetch(`${x.baseUrl}/v2/connections/${connectionId}/active_calls`, { headers: { authorization: 'Bearer intruder' } });
+      expect(foreign.status).toBe(404);
+      expect((await call('GET', '/v2/connections/42/active_calls')).status).toBe(404);
+    } finally {
+      await x.close();
+    }
+  });
+
+  it("an ended call's record answers with its end_time for 10 minutes, then 404", async () => {
+    const { x, call, dial } = await setup();
+    try {
+      const { id } = await dial();
+      await x.call(id!).waitFor('answered');
+      x.advanceClock(12_000);
+      await x.hangup(id!);
+      const sc = x.calls.calls.get(id!)!;
+      const body = (await (await call('GET', `/v2/calls/${encodeURIComponent(id!)}`)).json()) as { data: Record<string, unknown> };
+      expect(body.data).toMatchObject({ is_alive: false, end_time: new Date(sc.endedAt!).toISOString(), start_time: new Date(sc.startedAt).toISOString() });
+      expect(body.data.call_duration).toBeGreaterThanOrEqual(12);
+      x.advanceClock(10 * 60_000 - 1_000);
+      expect((await call('GET', `/v2/calls/${encodeURIComponent(id!)}`)).status).toBe(200);
+      x.advanceClock(1_000);
+      expect((await call('GET', `/v2/calls/${encodeURIComponent(id!)}`)).status).toBe(404);
+    } finally {
+      await x.close();
+    }
+  });
+
+  it('faults limited to the dial: drop places the call, reset places nothing, look-ups stay healthy; chaos defaults to the dial', async () => {
+    const { x, connectionId, call, dial } = await setup();
+    try {
+      x.calls.stepMs = 60_000;
+      x.fail({ drop: true, match: 'dial' });
+      x.fail({ reset: true, match: 'dial' });
+      await expect(dial({ to: '+15557652000' })).rejects.toThrow(/fetch failed/);
+      await expect(dial({ to: '+15557652001' })).rejects.toThrow(/fetch failed/);
+      expect([x.placedTo('+15557652000'), x.placedTo('+15557652001')]).toEqual([1, 0]);
+      expect(x.dialRequests().map((r) => r.fault)).toEqual(['drop', 'reset']);
+      x.chaos({ seed: 1, resetRate: 1 });
+      expect((await call('GET', `/v2/connections/${connectionId}/active_calls`)).status).toBe(200);
+      await expect(dial({ to: '+15557652002' })).rejects.toThrow(/fetch failed/);
+      x.chaos(null);
+      expect((await dial({ to: '+15557652003' })).status).toBe(200);
+      x.fail({ status: 500, match: 'lookup' });
+      expect((await call('GET', `/v2/connections/${connectionId}/active_calls`)).status).toBe(500);
+    } finally {
+      await x.close();
+    }
+  });
+});

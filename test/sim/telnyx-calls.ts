@@ -17,11 +17,20 @@
 // it, `callee` the one that received it. So our `actions/hangup` is `caller` on an
 // outbound call and `callee` on an inbound one; `sim.hangup(id)` (the far end) the reverse.
 // Webhooks are delivered once (no retries); each delivery is recorded with its answer.
+//
+// The carrier's memory runs on the sim's clock (SimClock: real time plus what
+// `advanceClock` added, or an injected `now`), like the real carrier's:
+// - a command_id is remembered for COMMAND_ID_WINDOW_MS (60 s) from its first use: a dial
+//   repeated with the same command_id within it returns the first call, after it places
+//   a new one; a repeated call command within it is a no-op;
+// - an ended call's record (`GET /v2/calls/{id}`) is kept RECORD_RETENTION_MS (10 min)
+//   after the end, then 404 (`expire(id)` forgets one at once);
+// - `GET /v2/connections/{id}/active_calls` lists the calls not yet ended, cursor-paged.
 
 import { randomBytes, randomUUID } from 'node:crypto';
 import { signTelnyx } from '../../voice/carriers/telnyx-signature.ts';
 import { connectTelnyxMedia, type TelnyxMediaClient, type TelnyxMediaClientOptions } from './telnyx-media-client.ts';
-import type { SimResponse } from './sim-http.ts';
+import { SimClock, type SimResponse } from './sim-http.ts';
 import { telnyxError, type TelnyxRoute, type TelnyxRouteContext, type TelnyxState } from './telnyx-sim.ts';
 
 /** What happens to an outbound call to a destination (default `answer`). */
@@ -56,8 +65,8 @@ export interface SimCall {
   /** The answering_machine_detection mode asked for at dial (null: none). */
   amd: string | null;
   timeLimitSecs: number;
-  /** Every command received for this call, in order (duplicates by command_id included). */
-  commands: { action: string; body: Record<string, unknown> }[];
+  /** Every command received for this call, in order (duplicates by command_id included), at sim time `at`. */
+  commands: { action: string; body: Record<string, unknown>; at: number; deduplicated: boolean }[];
   webhooks: SimWebhook[];
   media: TelnyxMediaClient | null;
   /** Forgotten by the carrier (GET answers 404), as after its ~10-minute retention. */
@@ -159,7 +168,14 @@ export interface TelnyxCallsOptions {
   stepMs?: number;
   /** Options for the media client of every answered call (audio, frame interval). */
   media?: Pick<TelnyxMediaClientOptions, 'audio' | 'frameIntervalMs' | 'encoding'>;
+  /** The carrier's clock (default: real time); a test can also move it with `advanceClock`. */
+  now?: () => number;
 }
+
+/** How long the carrier remembers a command_id (its docs: about 60 s). */
+export const COMMAND_ID_WINDOW_MS = 60_000;
+/** How long an ended call's record answers `GET /v2/calls/{id}` (its docs: 10 minutes). */
+export const RECORD_RETENTION_MS = 10 * 60_000;
 
 export class TelnyxCalls {
   readonly calls = new Map<string, SimCall>();
@@ -169,7 +185,9 @@ export class TelnyxCalls {
   mediaOptions: TelnyxCallsOptions['media'];
 
   private readonly scenarios = new Map<string, TelnyxScenario>();
-  private readonly dialsByCommand = new Map<string, string>();
+  /** The call each dial command_id placed, and when (sim time) it was first used. */
+  private readonly dialsByCommand = new Map<string, { callControlId: string; at: number }>();
+  readonly clock: SimClock;
   private readonly queues = new Map<string, Promise<void>>();
   private readonly timers = new Set<NodeJS.Timeout>();
   private readonly waiters = new Set<() => void>();
@@ -183,6 +201,21 @@ export class TelnyxCalls {
   ) {
     this.stepMs = opts.stepMs ?? 20;
     this.mediaOptions = opts.media;
+    this.clock = new SimClock(opts.now);
+  }
+
+  /** Outbound calls placed to `to` (a dial de-duplicated by command_id places none). */
+  placedTo(to: string): number {
+    let n = 0;
+    for (const c of this.calls.values()) if (c.direction === 'outgoing' && c.to === to) n++;
+    return n;
+  }
+
+  /** Outbound calls placed, by `to` number. */
+  placedCounts(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const c of this.calls.values()) if (c.direction === 'outgoing') counts.set(c.to, (counts.get(c.to) ?? 0) + 1);
+    return counts;
   }
 
   /** Outbound calls to `to` play this scenario from now on. */
@@ -250,6 +283,7 @@ export class TelnyxCalls {
     return [
       { method: 'POST', pattern: /^\/v2\/calls$/, handle: (ctx) => this.dial(ctx) },
       { method: 'GET', pattern: /^\/v2\/calls\/([^/]+)$/, handle: (ctx) => this.status(ctx) },
+      { method: 'GET', pattern: /^\/v2\/connections\/([^/]+)\/active_calls$/, handle: (ctx) => this.activeCalls(ctx) },
       { method: 'POST', pattern: /^\/v2\/calls\/([^/]+)\/actions\/([^/]+)$/, handle: (ctx) => this.command(ctx) },
     ];
   }
@@ -296,10 +330,13 @@ export class TelnyxCalls {
     const refused = checkClientState(b) ?? checkStream(b) ?? optionalEnum(b, 'answering_machine_detection', AMD_MODES);
     if (refused) return refused;
 
-    // command_id: the same dial sent again is the same call.
+    // command_id: the same dial sent again within the window is the same call; after it, a new one.
     const commandId = typeof b.command_id === 'string' ? `${apiKey}\n${connectionId}\n${b.command_id}` : null;
-    const earlier = commandId === null ? undefined : this.calls.get(this.dialsByCommand.get(commandId) ?? '');
-    if (earlier) return { status: 200, body: { data: this.dialRecord(earlier) } };
+    const remembered = commandId === null ? undefined : this.dialsByCommand.get(commandId);
+    if (remembered && this.clock.now() - remembered.at < COMMAND_ID_WINDOW_MS) {
+      const earlier = this.calls.get(remembered.callControlId);
+      if (earlier) return { status: 200, body: { data: this.dialRecord(earlier) } };
+    }
 
     const scenario = this.scenarios.get(to) ?? 'answer';
     if (scenario === 'reject') return invalid('to', 'The destination number cannot be reached.');
@@ -310,17 +347,73 @@ export class TelnyxCalls {
     call.stream = streamOf(b);
     call.timeLimitSecs = limit;
     call.amd = typeof b.answering_machine_detection === 'string' && b.answering_machine_detection !== 'disabled' ? b.answering_machine_detection : null;
-    if (commandId !== null) this.dialsByCommand.set(commandId, call.callControlId);
+    if (commandId !== null) this.dialsByCommand.set(commandId, { callControlId: call.callControlId, at: this.clock.now() });
 
     this.enqueue(call, () => this.deliver(call, 'call.initiated', { direction: 'outgoing', state: 'bridging' }));
     this.later(() => this.play(call, scenario));
     return { status: 200, body: { data: this.dialRecord(call) } };
   }
 
+  /** True once the carrier no longer answers for an ended call (expire(), or past its retention). */
+  private forgotten(call: SimCall): boolean {
+    return call.expired || (call.endedAt !== null && this.clock.now() - call.endedAt >= RECORD_RETENTION_MS);
+  }
+
+  // `GET /v2/connections/{id}/active_calls`: the connection's calls not yet ended, oldest
+  // first, cursor-paged (`page[limit]` 1–250, default 20; `page[after]`/`page[before]`).
+  private activeCalls({ state, req, apiKey, params }: TelnyxRouteContext): SimResponse {
+    const connectionId = decodeURIComponent(params[0] ?? '');
+    if (!state.owns(apiKey, state.callControlApplications.get(connectionId))) return notFound();
+    const q = (k: string) => {
+      const v = req.query[k];
+      return Array.isArray(v) ? v[0] : v;
+    };
+    const limitParam = q('page[limit]') ?? q('page[size]');
+    const limit = limitParam === undefined ? 20 : Number(limitParam);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 250) return invalid('page[limit]', 'page[limit] must be an integer between 1 and 250.');
+    const live = [...this.calls.values()]
+      .filter((c) => c.connectionId === connectionId && c.status !== 'ended' && this.state.sameAccount(c.apiKey, apiKey))
+      .sort((a, b) => a.startedAt - b.startedAt);
+    const cursorOf = (c: SimCall) => `v1:${Buffer.from(c.callControlId).toString('base64url')}`;
+    const indexOf = (cursor: string | undefined) => (cursor === undefined ? -1 : live.findIndex((c) => cursorOf(c) === cursor));
+    const after = q('page[after]');
+    const before = q('page[before]');
+    let start = 0;
+    if (after !== undefined) start = indexOf(after) + 1;
+    else if (before !== undefined) start = Math.max(0, indexOf(before) - limit);
+    // A cursor naming a call that has since ended points nowhere: the page is empty.
+    if ((after !== undefined && indexOf(after) < 0) || (before !== undefined && indexOf(before) < 0)) start = live.length;
+    const items = live.slice(start, start + limit);
+    const base = `/v2/connections/${encodeURIComponent(connectionId)}/active_calls`;
+    const first = items[0];
+    const last = items.at(-1);
+    const hasNext = last !== undefined && start + items.length < live.length;
+    const hasPrevious = first !== undefined && start > 0;
+    return {
+      status: 200,
+      body: {
+        data: items.map((c) => ({
+          call_control_id: c.callControlId,
+          call_leg_id: c.callLegId,
+          call_session_id: c.callSessionId,
+          client_state: c.clientState,
+          call_duration: Math.round((this.clock.now() - c.startedAt) / 1000),
+          record_type: 'call',
+        })),
+        meta: {
+          cursors: { after: last ? cursorOf(last) : null, before: first ? cursorOf(first) : null },
+          total_items: live.length,
+          ...(hasNext ? { next: `${base}?page[after]=${cursorOf(last)}&page[limit]=${limit}` } : {}),
+          ...(hasPrevious ? { previous: `${base}?page[before]=${cursorOf(first)}&page[limit]=${limit}` } : {}),
+        },
+      },
+    };
+  }
+
   private status({ apiKey, params }: TelnyxRouteContext): SimResponse {
     const call = this.calls.get(decodeURIComponent(params[0] ?? ''));
-    if (!call || !this.state.sameAccount(call.apiKey, apiKey) || call.expired) return notFound();
-    const end = call.endedAt ?? Date.now();
+    if (!call || !this.state.sameAccount(call.apiKey, apiKey) || this.forgotten(call)) return notFound();
+    const end = call.endedAt ?? this.clock.now();
     return {
       status: 200,
       body: {
@@ -348,8 +441,11 @@ export class TelnyxCalls {
       return telnyxError(400, '10015', 'Bad Request', 'The request failed because it was not well-formed.');
     }
     const body = raw as Record<string, unknown>;
-    const repeated = typeof body.command_id === 'string' && call.commands.some((c) => c.body.command_id === body.command_id);
-    call.commands.push({ action, body });
+    const now = this.clock.now();
+    // The window runs from the command_id's last use that was carried out.
+    const carriedOut = typeof body.command_id === 'string' ? [...call.commands].reverse().find((c) => c.body.command_id === body.command_id && !c.deduplicated) : undefined;
+    const repeated = carriedOut !== undefined && now - carriedOut.at < COMMAND_ID_WINDOW_MS;
+    call.commands.push({ action, body, at: now, deduplicated: repeated });
     if (repeated) return ok();
     if (call.status === 'ended') return callEnded();
     const refused = checkClientState(body);
@@ -394,7 +490,7 @@ export class TelnyxCalls {
       webhookUrl,
       clientState,
       status: 'ringing',
-      startedAt: Date.now(),
+      startedAt: this.clock.now(),
       answeredAt: null,
       endedAt: null,
       hangupCause: null,
@@ -445,7 +541,7 @@ export class TelnyxCalls {
 
   private answer(call: SimCall): void {
     call.status = 'answered';
-    call.answeredAt = Date.now();
+    call.answeredAt = this.clock.now();
     const limit = setTimeout(() => this.end(call, 'time_limit', 'unknown'), call.timeLimitSecs * 1000);
     limit.unref();
     this.limitTimers.set(call.callControlId, limit);
@@ -491,7 +587,7 @@ export class TelnyxCalls {
   private end(call: SimCall, cause: string, source: 'caller' | 'callee' | 'unknown'): void {
     if (call.status === 'ended') return;
     call.status = 'ended';
-    call.endedAt = Date.now();
+    call.endedAt = this.clock.now();
     call.hangupCause = cause;
     call.hangupSource = source;
     const limit = this.limitTimers.get(call.callControlId);

@@ -11,7 +11,7 @@
 
 import { randomInt, randomUUID } from 'node:crypto';
 import { generateTelnyxKeyPair, type TelnyxKeyPair } from '../../voice/carriers/telnyx-signature.ts';
-import { startSimServer, type RecordedRequest, type SimFault, type SimResponse } from './sim-http.ts';
+import { startSimServer, type RecordedRequest, type SimChaos, type SimClock, type SimFault, type SimResponse } from './sim-http.ts';
 import { TelnyxCalls, type InboundCallRequest, type SimCall, type SimWebhook, type TelnyxCallHandle, type TelnyxCallsOptions, type TelnyxScenario } from './telnyx-calls.ts';
 
 export type { InboundCallRequest, SimCall, SimWebhook, TelnyxCallHandle, TelnyxScenario } from './telnyx-calls.ts';
@@ -293,7 +293,27 @@ export interface TelnyxSim {
   placeInboundCall(req: InboundCallRequest): Promise<TelnyxCallHandle>;
   /** Delivers webhooks and media for URLs on `publicBase`'s host to `actualBase`. */
   redirect(publicBase: string, actualBase: string): void;
+  /**
+   * Misbehaves on the next matching request(s) (sim-http.ts): `{status}`, `{delayMs}`,
+   * `{drop: true}` (call created, answer lost), `{reset: true}` (nothing created);
+   * `match: 'dial' | 'hangup' | 'lookup'` or a method/path pattern limits it.
+   */
   fail(fault: SimFault): void;
+  /**
+   * Random faults with a seeded PRNG; without `match` it applies to dials, each drawn from
+   * (seed, To number, n-th dial to it), whatever order they arrive in. null turns it off.
+   */
+  chaos(chaos: SimChaos | null): void;
+  /** The carrier's clock: command_id memory (60 s), record retention (10 min), call times. */
+  clock: SimClock;
+  /** Moves the carrier's clock forward by `ms`. */
+  advanceClock(ms: number): void;
+  /** Outbound calls the carrier placed to `to` (a dial de-duplicated by command_id places none). */
+  placedTo(to: string): number;
+  /** Outbound calls placed, by `to` number. */
+  placedCounts(): Map<string, number>;
+  /** Dial requests received (to `to` when given), placed or not, each with the fault it met. */
+  dialRequests(to?: string): TelnyxSimRequest[];
   close(): Promise<void>;
 }
 
@@ -301,7 +321,7 @@ export async function startTelnyxSim(routes: TelnyxRoute[] = numberRoutes, opts:
   const state = new TelnyxState();
   const calls = new TelnyxCalls(state, opts);
   const all = [...routes, ...calls.routes()];
-  const server = await startSimServer<unknown>(parseJson, (req) => dispatch(state, all, req), opts.port ?? 0);
+  const server = await startSimServer<unknown>(parseJson, (req) => dispatch(state, all, req), opts.port ?? 0, TELNYX_ENDPOINTS);
   return {
     baseUrl: server.baseUrl,
     state,
@@ -325,12 +345,27 @@ export async function startTelnyxSim(routes: TelnyxRoute[] = numberRoutes, opts:
     placeInboundCall: (req) => calls.placeInboundCall(req),
     redirect: (publicBase, actualBase) => calls.redirect(publicBase, actualBase),
     fail: (fault) => server.fail(fault),
+    // Dials by default, each dial's draw keyed by its To number (arrival order does not matter).
+    chaos: (chaos) => server.chaos(chaos === null ? null : chaos.match === undefined ? { match: 'dial', keyBy: (r) => String((r.body as { to?: unknown } | undefined)?.to ?? ''), ...chaos } : chaos),
+    clock: calls.clock,
+    advanceClock: (ms) => calls.clock.advance(ms),
+    placedTo: (to) => calls.placedTo(to),
+    placedCounts: () => calls.placedCounts(),
+    dialRequests: (to) =>
+      server.requests.filter((r) => TELNYX_ENDPOINTS.dial(r) && (to === undefined || (r.body as { to?: unknown } | undefined)?.to === to)),
     async close() {
       await calls.close();
       await server.close();
     },
   };
 }
+
+/** The endpoints faults can be limited to (sim-http.ts SimEndpoint). */
+export const TELNYX_ENDPOINTS = {
+  dial: (r: TelnyxSimRequest) => r.method === 'POST' && r.path === '/v2/calls',
+  hangup: (r: TelnyxSimRequest) => r.method === 'POST' && /^\/v2\/calls\/[^/]+\/actions\/hangup$/.test(r.path),
+  lookup: (r: TelnyxSimRequest) => r.method === 'GET' && (/^\/v2\/calls\/[^/]+$/.test(r.path) || /^\/v2\/connections\/[^/]+\/active_calls$/.test(r.path)),
+};
 
 function dispatch(state: TelnyxState, routes: TelnyxRoute[], req: TelnyxSimRequest): SimResponse {
   const key = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];

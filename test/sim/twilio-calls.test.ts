@@ -343,6 +343,192 @@ describe('inbound calls', () => {
   });
 });
 
+describe('the Calls list, the Call resource times and the carrier clock', () => {
+  const own: TwilioSim[] = [];
+  afterEach(async () => {
+    await Promise.all(own.splice(0).map((x) => x.close()));
+  });
+  // The carrier's clock is injected at noon UTC of today, so no test runs across a midnight.
+  async function ownSim(stepMs: number): Promise<TwilioSim> {
+    const noon = new Date();
+    noon.setUTCHours(12, 0, 0, 0);
+    const shift = noon.getTime() - Date.now();
+    const x = await startTwilioSim({ stepMs, now: () => Date.now() + shift });
+    own.push(x);
+    x.route(PUBLIC, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    x.addAccount(ACCOUNT, TOKEN);
+    x.addNumber(ACCOUNT, OURS);
+    return x;
+  }
+  const get = async (x: TwilioSim, query: string) => {
+    const res = await fetch(`${x.baseUrl}/2010-04-01/Accounts/${ACCOUNT}/Calls.json?${query}`, { headers: { authorization: auth } });
+    return { status: res.status, body: (await res.json()) as { calls: Record<string, unknown>[]; code?: number } };
+  };
+  const create = async (x: TwilioSim, to: string) => {
+    const res = await fetch(`${x.baseUrl}/2010-04-01/Accounts/${ACCOUNT}/Calls.json`, {
+      method: 'POST',
+      headers: { authorization: auth, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ To: to, From: OURS, Url: `${PUBLIC}/carrier/twilio/voice`, StatusCallback: `${PUBLIC}/carrier/twilio/status` }).toString(),
+    });
+    return ((await res.json()) as { sid: string }).sid;
+  };
+  const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
+  it('start_time is null while the call waits in the carrier queue; StartTime filters skip it, Status=queued finds it', async () => {
+    const x = await ownSim(60_000);
+    const sid = await create(x, '+15558100001');
+    const res = await fetch(`${x.baseUrl}/2010-04-01/Accounts/${ACCOUNT}/Calls/${sid}.json`, { headers: { authorization: auth } });
+    expect(await res.json()).toMatchObject({ status: 'queued', start_time: null, end_time: null, duration: null });
+    expect((await get(x, `To=%2B15558100001&StartTime%3E=${day(x.clock.now())}`)).body.calls).toEqual([]);
+    expect((await get(x, 'To=%2B15558100001&Status=queued')).body.calls.map((c) => c.sid)).toEqual([sid]);
+    expect((await get(x, 'To=%2B15558100001&Status=ringing')).body.calls).toEqual([]);
+  });
+
+  it('StartTime=, StartTime>= and StartTime<= are UTC days on the carrier clock; newest first; a bad date is 400', async () => {
+    const x = await ownSim(2);
+    const today = x.clock.now();
+    const a = await create(x, '+15558100002');
+    await vi.waitFor(() => expect(x.calls.get(a)?.startedAt).not.toBeNull(), { timeout: 2000, interval: 5 });
+    x.advanceClock(86_400_000);
+    const b = await create(x, '+15558100002');
+    await vi.waitFor(() => expect(x.calls.get(b)?.startedAt).not.toBeNull(), { timeout: 2000, interval: 5 });
+    const sids = async (q: string) => (await get(x, `To=%2B15558100002&From=%2B15550002000&${q}`)).body.calls.map((c) => c.sid);
+    expect(await sids(`StartTime%3E=${day(today)}`)).toEqual([b, a]);
+    expect(await sids(`StartTime%3E=${day(today + 86_400_000)}`)).toEqual([b]);
+    expect(await sids(`StartTime%3C=${day(today)}`)).toEqual([a]);
+    expect(await sids(`StartTime=${day(today + 86_400_000)}`)).toEqual([b]);
+    expect(await sids('')).toEqual([b, a]);
+    const first = (await get(x, 'To=%2B15558100002')).body.calls[0]!;
+    expect(first.start_time).toMatch(/^[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} \+0000$/);
+    const bad = await get(x, 'StartTime%3E=yesterday');
+    expect(bad.status).toBe(400);
+    expect(bad.body.code).toBe(20001);
+  });
+
+  it('an ended call carries end_time and duration (connected seconds) on the carrier clock', async () => {
+    const x = await ownSim(2);
+    const sid = await create(x, '+15558100003');
+    await vi.waitFor(() => expect(x.calls.get(sid)?.status).toBe('in-progress'), { timeout: 3000, interval: 5 });
+    x.advanceClock(30_000);
+    await x.hangup(sid);
+    const call = x.calls.get(sid)!;
+    const res = await fetch(`${x.baseUrl}/2010-04-01/Accounts/${ACCOUNT}/Calls/${sid}.json`, { headers: { authorization: auth } });
+    const body = (await res.json()) as Record<string, unknown>;
+    expect(body).toMatchObject({ status: 'completed', end_time: new Date(call.endedAt!).toUTCString().replace('GMT', '+0000') });
+    expect(Number(body.duration)).toBeGreaterThanOrEqual(30);
+    expect(Date.parse(String(body.end_time)) - Date.parse(String(body.start_time))).toBeGreaterThanOrEqual(30_000);
+  });
+});
+
+describe('faults: lost, reset and slow answers, limited to the dial', () => {
+  const to = () => {
+    seq++;
+    return `+1555810${String(seq).padStart(4, '0')}`;
+  };
+  const post = (number: string) =>
+    fetch(`${sim.baseUrl}/2010-04-01/Accounts/${ACCOUNT}/Calls.json`, {
+      method: 'POST',
+      headers: { authorization: auth, 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ To: number, From: OURS, Url: `${PUBLIC}/carrier/twilio/voice`, StatusCallback: `${PUBLIC}/carrier/twilio/status` }).toString(),
+    });
+  const list = () => fetch(`${sim.baseUrl}/2010-04-01/Accounts/${ACCOUNT}/Calls.json?PageSize=1`, { headers: { authorization: auth } });
+  afterEach(() => sim.chaos(null));
+
+  it('drop: the call is placed, the answer never comes', async () => {
+    const n = to();
+    sim.scenario(n, 'busy');
+    sim.fail({ drop: true, match: 'dial' });
+    await expect(post(n)).rejects.toThrow(/fetch failed/);
+    expect(sim.placedTo(n)).toBe(1);
+    expect(sim.dialRequests(n).map((r) => r.fault)).toEqual(['drop']);
+    await [...sim.calls.values()].find((c) => c.to === n)!.ended;
+  });
+
+  it('reset: the connection is cut before the carrier acts: nothing is placed', async () => {
+    const n = to();
+    sim.fail({ reset: true, match: 'dial' });
+    await expect(post(n)).rejects.toThrow(/fetch failed/);
+    expect(sim.placedTo(n)).toBe(0);
+    expect(sim.dialRequests(n).map((r) => r.fault)).toEqual(['reset']);
+  });
+
+  it('slow: the call is placed at once, the answer comes late', async () => {
+    const n = to();
+    sim.scenario(n, 'busy');
+    sim.fail({ delayMs: 600, match: 'dial' });
+    const started = Date.now();
+    let answered = false;
+    const pending = post(n).then((res) => ((answered = true), res));
+    await vi.waitFor(() => expect(sim.placedTo(n)).toBe(1), { timeout: 500, interval: 2 });
+    expect(answered).toBe(false);
+    expect((await pending).status).toBe(201);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(590);
+    await [...sim.calls.values()].find((c) => c.to === n)!.ended;
+  });
+
+  it('a fault limited to the dial leaves look-ups and hang-ups alone, and waits for the next dial', async () => {
+    sim.fail({ status: 500, match: 'dial' });
+    sim.fail({ status: 503, match: { method: 'GET', path: /\/Calls\.json$/ } });
+    expect((await list()).status).toBe(503);
+    expect((await list()).status).toBe(200);
+    expect((await update(twilioSid('CA'), { Status: 'completed' })).status).toBe(404);
+    const n = to();
+    expect((await post(n)).status).toBe(500);
+    expect(sim.placedTo(n)).toBe(0);
+    expect(sim.dialRequests(n)[0]!.fault).toBe('status');
+  });
+
+  it('chaos on dials, keyed by To: the same seed gives each number the same faults in any arrival order; look-ups stay healthy', async () => {
+    const rates = { dropRate: 0.3, resetRate: 0.3, slowRate: 0.2, slowMs: [5, 20] as const };
+    const numbers = Array.from({ length: 30 }, () => to());
+    for (const n of numbers) sim.scenario(n, 'busy');
+    const faultOf = (n: string, i: number) => sim.dialRequests(n)[i]?.fault ?? 'none';
+
+    sim.chaos({ seed: 7, ...rates });
+    for (const n of numbers) {
+      const res = await post(n).catch(() => null);
+      const fault = faultOf(n, 0);
+      // Placed unless reset; answered unless reset or dropped.
+      expect(sim.placedTo(n)).toBe(fault === 'reset' ? 0 : 1);
+      expect(res === null).toBe(fault === 'reset' || fault === 'drop');
+      expect((await list()).status).toBe(200);
+    }
+    const first = numbers.map((n) => faultOf(n, 0));
+    expect(new Set(first)).toEqual(new Set(['drop', 'reset', 'slow', 'none']));
+
+    // Again with the same seed, all at once and in reverse: each number meets the same fault.
+    sim.chaos({ seed: 7, ...rates });
+    await Promise.all([...numbers].reverse().map((n) => post(n).catch(() => null)));
+    expect(numbers.map((n) => faultOf(n, 1))).toEqual(first);
+    // Another seed, other faults.
+    sim.chaos({ seed: 8, ...rates });
+    await Promise.all(numbers.map((n) => post(n).catch(() => null)));
+    expect(numbers.map((n) => faultOf(n, 2))).not.toEqual(first);
+    sim.chaos(null);
+    for (const n of numbers) expect(sim.placedTo(n)).toBe([0, 1, 2].filter((i) => faultOf(n, i) !== 'reset').length);
+    await Promise.all([...sim.calls.values()].map((c) => c.ended));
+  });
+
+  it('chaos with an explicit match draws in arrival order: the same seed, the same sequence', async () => {
+    const run = async () => {
+      sim.chaos({ seed: 11, resetRate: 0.5, match: 'dial' });
+      const faults = [];
+      for (let i = 0; i < 8; i++) {
+        const n = to();
+        sim.scenario(n, 'busy');
+        await post(n).catch(() => null);
+        faults.push(sim.dialRequests(n)[0]?.fault ?? 'none');
+      }
+      sim.chaos(null);
+      return faults;
+    };
+    const a = await run();
+    expect(await run()).toEqual(a);
+    expect(new Set(a)).toEqual(new Set(['reset', 'none']));
+    await Promise.all([...sim.calls.values()].map((c) => c.ended));
+  });
+});
+
 describe('readTwiml', () => {
   it('reads back what the TwiML builders write, unescaping values', () => {
     const verbs = readTwiml(connectStream('wss://x.test/m?a=1&b=2', { 'na"me': `<v'&>` }));

@@ -3,12 +3,19 @@
 // the sim then behaves as the carrier does: signed, form-encoded status callbacks for
 // the events asked for, the TwiML fetch of `Url` on answer, async AMD, and the media
 // stream of `<Connect><Stream>` (twilio-media-client.ts). `…/Calls/{Sid}.json` fetches
-// and updates (hang up, cancel, new TwiML). Inbound calls start with `placeInboundCall`.
-// Webhooks go out through twilio-webhooks.ts (signing, mapping to loopback).
+// and updates (hang up, cancel, new TwiML); `GET …/Calls.json` lists them with the
+// carrier's filters (To, From, Status, StartTime with `>`/`<`, EndTime likewise), newest
+// first. Inbound calls start with `placeInboundCall`. Webhooks go out through
+// twilio-webhooks.ts (signing, mapping to loopback).
+//
+// Times on the Call resource come from the sim's clock (SimClock: real time plus what
+// `advanceClock` added). `start_time` is when the carrier dialed the call (the
+// `initiated` step), null while it is still queued, as the carrier documents it;
+// `end_time` and `duration` (connected seconds) are set once it ends.
 
-import type { SimResponse } from './sim-http.ts';
+import { SimClock, type SimResponse } from './sim-http.ts';
 import { connectTwilioMedia, type TwilioMediaClient } from './twilio-media-client.ts';
-import { rfc2822, twilioError, twilioSid, type TwilioRoute, type TwilioSimForm, type TwilioState } from './twilio-sim.ts';
+import { page, rfc2822, twilioError, twilioSid, type TwilioRoute, type TwilioRouteContext, type TwilioSimForm, type TwilioState } from './twilio-sim.ts';
 import { TwilioWebhookSender, type TwilioSimWebhook } from './twilio-webhooks.ts';
 import { readTwiml, type TwimlNode } from './twiml-reader.ts';
 
@@ -41,6 +48,8 @@ export interface TwilioSimCall {
   /** The AMD result once known (human, machine_start, …). */
   readonly answeredBy: string | null;
   readonly createdAt: number;
+  /** When the carrier dialed it (`initiated`); null while queued. The resource's `start_time`. */
+  readonly startedAt: number | null;
   readonly answeredAt: number | null;
   readonly endedAt: number | null;
   /** The create request's form (outbound). */
@@ -76,6 +85,8 @@ export interface TwilioCallsOptions {
   stepMs?: number;
   /** Milliseconds between media frames sent on a stream. Default 20 (real time). */
   frameIntervalMs?: number;
+  /** The carrier's clock (default: real time); a test can also move it with `advanceClock`. */
+  now?: () => number;
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
@@ -113,6 +124,7 @@ export class TwilioCalls {
   readonly webhooks: TwilioSimWebhook[] = this.sender.sent;
   private readonly stepMs: number;
   private readonly frameIntervalMs: number;
+  readonly clock: SimClock;
 
   constructor(
     private readonly state: TwilioState,
@@ -120,6 +132,21 @@ export class TwilioCalls {
   ) {
     this.stepMs = opts.stepMs ?? 20;
     this.frameIntervalMs = opts.frameIntervalMs ?? 20;
+    this.clock = new SimClock(opts.now);
+  }
+
+  /** Outbound calls placed to `to` (each created call counts once, however it ended). */
+  placedTo(to: string): number {
+    let n = 0;
+    for (const c of this.calls.values()) if (c.direction === 'outbound-api' && c.to === to) n++;
+    return n;
+  }
+
+  /** Outbound calls placed, by `To` number. */
+  placedCounts(): Map<string, number> {
+    const counts = new Map<string, number>();
+    for (const c of this.calls.values()) if (c.direction === 'outbound-api') counts.set(c.to, (counts.get(c.to) ?? 0) + 1);
+    return counts;
   }
 
   /** Calls placed to `to` from now on play this scenario (default `answer`). */
@@ -167,6 +194,7 @@ export class TwilioCalls {
       audio: opts.audio,
     });
     call.status = 'ringing';
+    call.startedAt = call.createdAt;
     const settled = new Promise<void>((resolve) => (call.settle = resolve));
     this.background(call, this.runTwiml(call, { url: number.voice_url }, ++call.generation));
     await settled;
@@ -190,6 +218,7 @@ export class TwilioCalls {
   routes(): TwilioRoute[] {
     return [
       { method: 'POST', pattern: /^\/Calls\.json$/, handle: ({ req, accountSid }) => this.create(accountSid, req.body) },
+      { method: 'GET', pattern: /^\/Calls\.json$/, handle: ({ req, accountSid }) => this.list(accountSid, req) },
       {
         method: 'GET',
         pattern: /^\/Calls\/(CA[0-9a-fA-F]{32})\.json$/,
@@ -252,6 +281,51 @@ export class TwilioCalls {
     return { status: 201, body: renderCall(call) };
   }
 
+  // `GET …/Calls.json`: the account's calls, newest first, narrowed by the carrier's filters.
+  private list(accountSid: string, req: TwilioRouteContext['req']): SimResponse {
+    const q = (k: string) => first(req.query[k]);
+    const to = q('To');
+    const from = q('From');
+    const status = q('Status');
+    const parent = q('ParentCallSid');
+    const timeFilters: [string, (c: TwilioSimCall) => number | null][] = [
+      ['StartTime', (c) => c.startedAt],
+      ['EndTime', (c) => c.endedAt],
+    ];
+    const checks: ((c: TwilioSimCall) => boolean)[] = [];
+    for (const [name, timeOf] of timeFilters) {
+      // `StartTime=D` that day, `StartTime>=D` (sent as the key `StartTime>`) on or after
+      // its midnight UTC, `StartTime<=D` (key `StartTime<`) on or before the end of that day.
+      for (const [suffix, test] of [
+        ['', (t: number, day: number) => t >= day && t < day + DAY_MS],
+        ['>', (t: number, day: number) => t >= day],
+        ['<', (t: number, day: number) => t < day + DAY_MS],
+      ] as const) {
+        const value = q(name + suffix);
+        if (value === undefined) continue;
+        const day = parseDay(value);
+        if (day === null) return twilioError(400, 20001, `Invalid ${name}${suffix}: ${value} (expected YYYY-MM-DD)`);
+        checks.push((c) => {
+          const t = timeOf(c);
+          return t !== null && test(t, day);
+        });
+      }
+    }
+    const items = [...this.calls.values()]
+      .filter(
+        (c) =>
+          c.accountSid === accountSid &&
+          (to === undefined || c.to === to) &&
+          (from === undefined || c.from === from) &&
+          (status === undefined || c.status === status) &&
+          (parent === undefined || parent === '') &&
+          checks.every((check) => check(c)),
+      )
+      .sort((a, b) => b.createdAt - a.createdAt)
+      .map(renderCall);
+    return { status: 200, body: page('calls', req, items) };
+  }
+
   private update(accountSid: string, sid: string, path: string, form: TwilioSimForm): SimResponse {
     const call = this.live.get(sid);
     // A call that is over is gone as far as updates go (404 20404, carriers.md §1).
@@ -299,7 +373,8 @@ export class TwilioCalls {
       sid: twilioSid('CA'),
       status: 'queued',
       answeredBy: null,
-      createdAt: Date.now(),
+      createdAt: this.clock.now(),
+      startedAt: null,
       answeredAt: null,
       endedAt: null,
       twiml: [],
@@ -324,6 +399,8 @@ export class TwilioCalls {
   private async runOutbound(call: LiveCall, scenario: TwilioScenario, twiml: { url: string } | { twiml: string }): Promise<void> {
     const name = scenario.name;
     if (!(await this.step(call))) return;
+    // Dialed: the resource's start_time from now on (its status stays queued until it rings).
+    call.startedAt = this.clock.now();
     this.progress(call, 'initiated', 'initiated');
     if (name === 'busy' || name === 'failed') {
       if (await this.step(call)) this.finish(call, name);
@@ -463,7 +540,7 @@ export class TwilioCalls {
 
   private answer(call: LiveCall): void {
     if (call.answeredAt !== null || call.finished) return;
-    call.answeredAt = Date.now();
+    call.answeredAt = this.clock.now();
     call.status = 'in-progress';
     const limit = Number(first(call.params.TimeLimit));
     if (limit > 0) call.timeLimit = setTimeout(() => this.finish(call, 'completed'), limit * 1000);
@@ -475,7 +552,7 @@ export class TwilioCalls {
     call.finished = true;
     call.generation++;
     call.status = status;
-    call.endedAt = Date.now();
+    call.endedAt = this.clock.now();
     call.abort.abort();
     if (call.timeLimit) clearTimeout(call.timeLimit);
     call.settle();
@@ -511,7 +588,7 @@ export class TwilioCalls {
       CallStatus: callStatus,
       CallbackSource: 'call-progress-events',
       SequenceNumber: String(call.seq++),
-      Timestamp: rfc2822(),
+      Timestamp: rfc2822(this.clock.now()),
       ...extra,
     };
   }
@@ -588,7 +665,7 @@ function renderCall(call: TwilioSimCall): Record<string, unknown> {
     from_formatted: call.from,
     phone_number_sid: null,
     status: call.status,
-    start_time: call.answeredAt === null ? null : rfc2822(call.answeredAt),
+    start_time: call.startedAt === null ? null : rfc2822(call.startedAt),
     end_time: call.endedAt === null ? null : rfc2822(call.endedAt),
     duration: call.endedAt === null ? null : String(sec),
     price: null,
@@ -608,6 +685,15 @@ function renderCall(call: TwilioSimCall): Record<string, unknown> {
       streams: `${uri}/Streams.json`,
     },
   };
+}
+
+const DAY_MS = 86_400_000;
+
+/** Midnight UTC of a `YYYY-MM-DD`, or null when it is not one. */
+function parseDay(value: string): number | null {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(value)) return null;
+  const ms = Date.parse(`${value}T00:00:00Z`);
+  return Number.isFinite(ms) ? ms : null;
 }
 
 function notFound(path: string): SimResponse {

@@ -6,7 +6,7 @@
 // (callbacks, TwiML, media streams) in twilio-calls.ts.
 
 import { randomBytes } from 'node:crypto';
-import { paramsToRecord, startSimServer, type RecordedRequest, type SimFault, type SimResponse } from './sim-http.ts';
+import { paramsToRecord, startSimServer, type RecordedRequest, type SimChaos, type SimClock, type SimFault, type SimResponse } from './sim-http.ts';
 import {
   TwilioCalls,
   type TwilioCallsOptions,
@@ -211,7 +211,27 @@ export interface TwilioSim {
   hangup(callSid: string): Promise<TwilioSimCallStatus>;
   /** Rings one of the account's numbers and follows the service's TwiML. */
   placeInboundCall(opts: { from: string; to: string; accountSid?: string; audio?: Uint8Array }): Promise<TwilioInboundCall>;
-  fail(fault: SimFault): void;
+  /**
+   * Misbehaves on the next matching request(s) (sim-http.ts): `{status}`, `{delayMs}`,
+   * `{drop: true}` (call created, answer lost), `{reset: true}` (nothing created);
+   * `match: 'dial' | 'hangup' | 'lookup'` or a method/path pattern limits it.
+   */
+  fail(fault: SimFault<TwilioSimForm>): void;
+  /**
+   * Random faults with a seeded PRNG; without `match` it applies to dials, each drawn from
+   * (seed, To number, n-th dial to it), whatever order they arrive in. null turns it off.
+   */
+  chaos(chaos: SimChaos<TwilioSimForm> | null): void;
+  /** The carrier's clock: call times on the resources and the list's date filters follow it. */
+  clock: SimClock;
+  /** Moves the carrier's clock forward by `ms`. */
+  advanceClock(ms: number): void;
+  /** Outbound calls the carrier placed to `to` (exactly one per request is what a careful client achieves). */
+  placedTo(to: string): number;
+  /** Outbound calls placed, by `To` number. */
+  placedCounts(): Map<string, number>;
+  /** Dial requests received (to `to` when given), placed or not, each with the fault it met. */
+  dialRequests(to?: string): TwilioSimRequest[];
   close(): Promise<void>;
 }
 
@@ -226,7 +246,7 @@ export async function startTwilioSim(opts: TwilioSimOptions = {}): Promise<Twili
   const state = new TwilioState();
   const calls = new TwilioCalls(state, opts);
   const routes = [...numberRoutes, ...calls.routes(), ...(opts.extraRoutes ?? [])];
-  const server = await startSimServer<TwilioSimForm>(parseForm, (req) => dispatch(state, routes, req), opts.port ?? 0);
+  const server = await startSimServer<TwilioSimForm>(parseForm, (req) => dispatch(state, routes, req), opts.port ?? 0, TWILIO_ENDPOINTS);
   return {
     baseUrl: server.baseUrl,
     state,
@@ -242,12 +262,30 @@ export async function startTwilioSim(opts: TwilioSimOptions = {}): Promise<Twili
     hangup: (callSid) => calls.hangup(callSid),
     placeInboundCall: (o) => calls.placeInboundCall(o),
     fail: (fault) => server.fail(fault),
+    // Dials by default, each dial's draw keyed by its To number (arrival order does not matter).
+    chaos: (chaos) => server.chaos(chaos === null ? null : chaos.match === undefined ? { match: 'dial', keyBy: (r) => first(r.body.To) ?? '', ...chaos } : chaos),
+    clock: calls.clock,
+    advanceClock: (ms) => calls.clock.advance(ms),
+    placedTo: (to) => calls.placedTo(to),
+    placedCounts: () => calls.placedCounts(),
+    dialRequests: (to) => server.requests.filter((r) => TWILIO_ENDPOINTS.dial(r) && (to === undefined || first(r.body.To) === to)),
     async close() {
       await calls.close();
       await server.close();
     },
   };
 }
+
+const ACCOUNT_PATH = '^/2010-04-01/Accounts/[^/]+';
+const CALLS = new RegExp(`${ACCOUNT_PATH}/Calls\\.json$`);
+const CALL = new RegExp(`${ACCOUNT_PATH}/Calls/[^/]+\\.json$`);
+
+/** The endpoints faults can be limited to (sim-http.ts SimEndpoint). */
+export const TWILIO_ENDPOINTS = {
+  dial: (r: TwilioSimRequest) => r.method === 'POST' && CALLS.test(r.path),
+  hangup: (r: TwilioSimRequest) => r.method === 'POST' && CALL.test(r.path),
+  lookup: (r: TwilioSimRequest) => r.method === 'GET' && (CALLS.test(r.path) || CALL.test(r.path)),
+};
 
 function dispatch(state: TwilioState, routes: TwilioRoute[], req: TwilioSimRequest): SimResponse {
   const m = /^\/2010-04-01\/Accounts\/([^/]+?)(\/.*|\.json)$/.exec(req.path);
@@ -302,7 +340,7 @@ function partialMatch(e164: string, pattern: string): boolean {
 }
 
 // The list envelope: `page`, `page_size`, `start`, `end` and the *_uri members.
-function page(key: string, req: TwilioSimRequest, all: unknown[]): Record<string, unknown> {
+export function page(key: string, req: TwilioSimRequest, all: unknown[]): Record<string, unknown> {
   const size = clamp(Number(first(req.query.PageSize) ?? 50), 1, 1000);
   const num = Math.max(0, Math.floor(Number(first(req.query.Page) ?? 0)) || 0);
   const items = all.slice(num * size, num * size + size);

@@ -40,8 +40,11 @@ export async function carrierFetch(req: CarrierHttpRequest): Promise<unknown> {
     text = await res.text();
   } catch (err) {
     const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');
-    const reason = timedOut ? `no answer within ${timeoutMs} ms` : `connection failed (${networkReason(err)})`;
-    throw new CarrierUnreachableError(carrier, `${carrier} ${req.method} ${pathOf(req.url)}: ${reason}`, null, err);
+    const code = networkCode(err);
+    const notSent = !timedOut && code !== null && NOT_SENT_CODES.has(code);
+    const reason = timedOut ? `no answer within ${timeoutMs} ms` : `connection failed (${code ?? networkReason(err)})`;
+    const kind = timedOut ? 'timeout' : notSent ? 'not-sent' : 'connection-lost';
+    throw new CarrierUnreachableError(carrier, `${carrier} ${req.method} ${pathOf(req.url)}: ${reason}`, null, err, kind);
   }
 
   const parsed = parseJson(text);
@@ -75,6 +78,33 @@ function parseJson(text: string): unknown {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Network failures that happen before a single byte of the request is written: the TCP
+ * connection was refused or never completed, or the host name did not resolve. A
+ * request that failed this way cannot have been acted on by the carrier, so a dial
+ * that fails so is "not placed" for certain (DialRejected `not-sent`). A reset or a
+ * close after connecting (ECONNRESET, EPIPE, undici's "other side closed") and our
+ * own timeout are not in the list: the request may have arrived.
+ */
+const NOT_SENT_CODES: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/** The system error code behind a failed fetch (undici wraps it in `cause`, sometimes twice). */
+function networkCode(err: unknown): string | null {
+  let e: unknown = err;
+  for (let depth = 0; depth < 4 && e !== null && typeof e === 'object'; depth++) {
+    const { code, errors, cause } = e as { code?: unknown; errors?: unknown; cause?: unknown };
+    // Happy eyeballs (several addresses tried) fails with an AggregateError: it counts
+    // as "not sent" only when every attempt failed before connecting.
+    if (Array.isArray(errors) && errors.length > 0) {
+      const codes = errors.map(networkCode);
+      return codes.every((c) => c !== null && NOT_SENT_CODES.has(c)) ? codes[0]! : (codes.find((c) => c !== null) ?? null);
+    }
+    if (typeof code === 'string' && code !== 'UND_ERR') return code;
+    e = cause;
+  }
+  return null;
 }
 
 function networkReason(err: unknown): string {

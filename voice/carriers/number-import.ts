@@ -1,8 +1,8 @@
 // The carrier side of importing a number: checks the shape of the credentials, asks
 // the carrier whether they work and whether its account owns the number, and points
-// the number's voice and SMS webhooks at this service. Carrier failures become API codes here.
-import { ApiError } from '../../http/errors.ts';
-import { randomBase62 } from '../../storage/ids.ts';
+// the number's voice and SMS webhooks at this service. Every failure is a
+// NumberImportError saying what went wrong in carrier terms; the API layer maps it to
+// its codes and messages (http/routes/number-import-errors.ts).
 import type { CarrierCredentials, Provider } from '../../storage/phone-numbers.ts';
 import { CarrierAuthError, CarrierRequestError, CarrierUnreachableError, type CarrierName } from './errors.ts';
 import { createTelnyxRest } from './telnyx-rest.ts';
@@ -20,36 +20,76 @@ export interface CredentialFields {
   telnyx_public_key?: string | null | undefined;
 }
 
+export type CredentialField = keyof CredentialFields;
+
+/**
+ * Why an import failed. The credential failures are found from the fields alone, before
+ * any network; the others are the carrier's answers, read in the light of the step that
+ * got them.
+ */
+export type NumberImportFailure =
+  /** A credential of `provider` is absent, null or blank. */
+  | { reason: 'credential_missing'; provider: Provider; field: CredentialField }
+  /** A field of the other carrier was sent (it would be silently dropped). */
+  | { reason: 'credential_of_other_provider'; provider: Provider; field: CredentialField; belongsTo: Provider }
+  /** A credential is present but cannot be right (carrier A's account SID, carrier B's public key). */
+  | { reason: 'credential_malformed'; provider: Provider; field: CredentialField }
+  /** The carrier answered 401 or 403. */
+  | { reason: 'carrier_auth_failed'; carrier: CarrierName; status: number }
+  /** No usable answer (network, timeout, 5xx, unreadable success); `status` only for HTTP answers. */
+  | { reason: 'carrier_unreachable'; carrier: CarrierName; status: number | null }
+  /** Carrier B's connection id names no Call Control application of the account. */
+  | { reason: 'connection_not_found'; carrier: CarrierName; status: number }
+  /** The carrier's account does not own the number. */
+  | { reason: 'number_not_in_carrier'; phoneNumber: string }
+  /** The carrier listed the number, then said it does not exist when it was moved. */
+  | { reason: 'number_gone_from_carrier'; phoneNumber: string }
+  /** Any other 4xx: the carrier refused the request; `carrierMessage` is its own words. */
+  | { reason: 'carrier_refused'; carrier: CarrierName; status: number; carrierMessage: string };
+
+/** A number import that failed; nothing was stored. `failure` says why. */
+export class NumberImportError extends Error {
+  readonly failure: NumberImportFailure;
+
+  constructor(failure: NumberImportFailure, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'NumberImportError';
+    this.failure = failure;
+  }
+}
+
 const FIELDS: Record<Provider, (keyof CredentialFields)[]> = {
   twilio: ['twilio_account_sid', 'twilio_auth_token'],
   telnyx: ['telnyx_api_key', 'telnyx_connection_id', 'telnyx_public_key'],
 };
 
-function required(fields: CredentialFields, name: keyof CredentialFields, provider: Provider): string {
-  const v = fields[name];
+function required(fields: CredentialFields, field: CredentialField, provider: Provider): string {
+  const v = fields[field];
   if (v === undefined || v === null || v.trim() === '') {
-    throw new ApiError('carrier_invalid_credentials', `${name} is required to import a ${provider} number and must not be empty.`, { field: name });
+    throw new NumberImportError({ reason: 'credential_missing', provider, field }, `${field} is required to import a ${provider} number`);
   }
   return v;
 }
+
+const malformed = (provider: Provider, field: CredentialField, message: string) =>
+  new NumberImportError({ reason: 'credential_malformed', provider, field }, message);
 
 /** The credentials of the body in stored form; throws the format errors, no network. */
 export function credentialsFrom(provider: Provider, fields: CredentialFields): CarrierCredentials {
   // The other carrier's fields would be silently dropped; saying so beats a confusing import.
   const other: Provider = provider === 'twilio' ? 'telnyx' : 'twilio';
-  for (const name of FIELDS[other]) {
-    if (fields[name] !== undefined) {
-      throw new ApiError('invalid_request', `${name} belongs to provider '${other}'; this import is for provider '${provider}'.`, { field: name });
+  for (const field of FIELDS[other]) {
+    if (fields[field] !== undefined) {
+      throw new NumberImportError(
+        { reason: 'credential_of_other_provider', provider, field, belongsTo: other },
+        `${field} belongs to provider '${other}', not '${provider}'`,
+      );
     }
   }
   if (provider === 'twilio') {
     const accountSid = required(fields, 'twilio_account_sid', provider);
     const authToken = required(fields, 'twilio_auth_token', provider);
-    if (!TWILIO_ACCOUNT_SID.test(accountSid)) {
-      throw new ApiError('invalid_carrier_sid', 'twilio_account_sid must be AC followed by 32 hex characters, as shown in the carrier console.', {
-        field: 'twilio_account_sid',
-      });
-    }
+    if (!TWILIO_ACCOUNT_SID.test(accountSid)) throw malformed(provider, 'twilio_account_sid', 'twilio_account_sid is not AC followed by 32 hex characters');
     return { provider, account_sid: accountSid, auth_token: authToken };
   }
   const apiKey = required(fields, 'telnyx_api_key', provider);
@@ -57,21 +97,9 @@ export function credentialsFrom(provider: Provider, fields: CredentialFields): C
   // Required although contract.md §5 calls it optional: without it an event's only proof
   // is the URL token, and an unsigned call.initiated would record and bill a call
   // (issue 11). The events endpoint refuses events of a stored number that lacks one.
-  const publicKey = fields.telnyx_public_key;
-  if (publicKey === undefined || publicKey === null || publicKey.trim() === '') {
-    throw new ApiError(
-      'carrier_invalid_credentials',
-      'telnyx_public_key is required to import a telnyx number: every call event is checked against it. Copy the public key ' +
-        '(base64, 44 characters) from the carrier portal (Mission Control: Account Settings > Keys & Credentials > Public Key).',
-      { field: 'telnyx_public_key' },
-    );
-  }
+  const publicKey = required(fields, 'telnyx_public_key', provider);
   if (!ED25519_BASE64.test(publicKey) || Buffer.from(publicKey, 'base64').length !== 32) {
-    throw new ApiError(
-      'carrier_invalid_credentials',
-      "telnyx_public_key must be the account's base64 Ed25519 public key from the carrier portal (32 bytes, 44 characters).",
-      { field: 'telnyx_public_key' },
-    );
+    throw malformed(provider, 'telnyx_public_key', 'telnyx_public_key is not a base64 Ed25519 public key (32 bytes, 44 characters)');
   }
   return { provider, api_key: apiKey, connection_id: connectionId, public_key: publicKey };
 }
@@ -94,36 +122,29 @@ export interface ConnectedNumber {
 // Which step failed decides what a carrier's 4xx means.
 type Step = 'find' | 'application' | 'number' | 'messaging';
 
-const AUTH_FIELD: Record<CarrierName, string> = { twilio: 'twilio_auth_token', telnyx: 'telnyx_api_key' };
-
 function translate(err: unknown, step: Step, phoneNumber: string): unknown {
+  const fail = (failure: NumberImportFailure, message: string) => new NumberImportError(failure, message, { cause: err });
   if (err instanceof CarrierAuthError) {
-    const which = err.carrier === 'twilio' ? 'twilio_account_sid and twilio_auth_token' : 'telnyx_api_key';
-    return new ApiError('carrier_auth_failed', `The carrier rejected these credentials (HTTP ${err.status}). Check ${which}.`, {
-      field: AUTH_FIELD[err.carrier],
-      carrier_status: err.status,
-    });
+    return fail({ reason: 'carrier_auth_failed', carrier: err.carrier, status: err.status }, `${err.carrier} rejected the credentials (HTTP ${err.status})`);
   }
   if (err instanceof CarrierUnreachableError) {
-    return new ApiError('carrier_unreachable', `The carrier (${err.carrier}) could not be reached or failed to answer. Nothing was imported; try again shortly.`, {
-      carrier_status: err.status,
-    });
+    return fail({ reason: 'carrier_unreachable', carrier: err.carrier, status: err.status }, `${err.carrier} could not be reached: ${err.message}`);
   }
   if (err instanceof CarrierRequestError) {
     if (step === 'application' || (step === 'number' && err.status === 422)) {
-      return new ApiError(
-        'carrier_invalid_credentials',
-        'telnyx_connection_id is not a Call Control application of this carrier account.',
-        { field: 'telnyx_connection_id', carrier_status: err.status },
+      return fail(
+        { reason: 'connection_not_found', carrier: err.carrier, status: err.status },
+        `the connection id is not a Call Control application of this ${err.carrier} account (HTTP ${err.status})`,
       );
     }
     if (step === 'number' && err.status === 404) {
-      return new ApiError('number_not_in_carrier', `The carrier account no longer has ${phoneNumber}.`, { field: 'phone_number' });
+      return fail({ reason: 'number_gone_from_carrier', phoneNumber }, `the ${err.carrier} account no longer has the number`);
     }
     // Any other refusal is the carrier's own problem as far as the caller can act on it.
-    return new ApiError('carrier_unreachable', `The carrier (${err.carrier}) refused the request (HTTP ${err.status}): ${err.message}`, {
-      carrier_status: err.status,
-    });
+    return fail(
+      { reason: 'carrier_refused', carrier: err.carrier, status: err.status, carrierMessage: err.message },
+      `${err.carrier} refused the ${step} step (HTTP ${err.status}): ${err.message}`,
+    );
   }
   return err;
 }
@@ -137,19 +158,19 @@ async function step<T>(name: Step, phoneNumber: string, fn: () => Promise<T>): P
 }
 
 const notInCarrier = (phoneNumber: string) =>
-  new ApiError('number_not_in_carrier', `The carrier account behind these credentials does not own ${phoneNumber}. Buy or port it there first.`, {
-    field: 'phone_number',
-  });
+  new NumberImportError({ reason: 'number_not_in_carrier', phoneNumber }, 'the carrier account does not own the number');
 
 /**
  * Verifies the credentials and ownership, then points the number at this service.
- * Carrier B keeps `existingToken` on a re-import so a call in progress keeps its event URL.
+ * `eventsToken` is carrier B's per-number token in its event URL: the stored one on a
+ * re-import, so a call in progress keeps its event URL, else a fresh one from the caller
+ * (who stores it). Carrier A has none and ignores it.
  */
 export async function connectNumber(
   endpoints: CarrierEndpoints,
   phoneNumber: string,
   credentials: CarrierCredentials,
-  existingToken: string | null,
+  eventsToken: string,
 ): Promise<ConnectedNumber> {
   const base = endpoints.publicBaseUrl;
   if (credentials.provider === 'twilio') {
@@ -169,12 +190,11 @@ export async function connectNumber(
   const rest = createTelnyxRest({ baseUrl: endpoints.telnyxApiBase, apiKey: credentials.api_key });
   const found = await step('find', phoneNumber, () => rest.findNumber(phoneNumber));
   if (!found) throw notInCarrier(phoneNumber);
-  const token = existingToken ?? randomBase62(32);
-  const eventsUrl = `${base}/carrier/telnyx/events/${token}`;
+  const eventsUrl = `${base}/carrier/telnyx/events/${eventsToken}`;
   // The application is set first: a wrong connection id then fails before the number is moved.
   await step('application', phoneNumber, () => rest.setCallControlWebhook(credentials.connection_id, eventsUrl));
   await step('number', phoneNumber, () => rest.setNumberConnection(found.id, credentials.connection_id));
   const profile = found.messaging_profile_id;
   if (profile) await step('messaging', phoneNumber, () => rest.setMessagingWebhook(profile, eventsUrl));
-  return { carrierNumberSid: null, carrierNumberId: found.id, eventsToken: token };
+  return { carrierNumberSid: null, carrierNumberId: found.id, eventsToken };
 }

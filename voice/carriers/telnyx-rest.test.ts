@@ -144,3 +144,50 @@ describe('unreachable carrier', () => {
     expect(err).toBeInstanceOf(CarrierUnreachableError);
   });
 });
+
+describe('listActiveCalls', () => {
+  // Calls that stay ringing (no answer, no stream); their webhooks go nowhere on loopback.
+  async function dialTo(to: string, clientState: string) {
+    sim.calls.stepMs = 60_000;
+    const nowhere = `127.0.0.1:${await closedPort()}`;
+    return client().dial({
+      connection_id: CONNECTION,
+      to,
+      from: NUMBER,
+      webhook_url: `http://${nowhere}/events`,
+      client_state: clientState,
+      command_id: `dial-${to}-${clientState}`,
+      time_limit_secs: 60,
+      stream_url: `ws://${nowhere}/media`,
+      stream_track: 'inbound_track',
+      stream_bidirectional_mode: 'rtp',
+      stream_bidirectional_codec: 'PCMU',
+    });
+  }
+
+  it("lists the connection's live calls with their client_state, across cursor pages", async () => {
+    const ids = [];
+    for (const [i, state] of ['YQ==', 'Yg==', 'Yw=='].entries()) ids.push((await dialTo(`+1555888000${i}`, state)).call_control_id);
+    const before = sim.requests.length;
+    const calls = await client().listActiveCalls(CONNECTION, { pageSize: 2 });
+    expect(calls.map((c) => c.call_control_id)).toEqual(ids);
+    expect(calls.map((c) => c.client_state)).toEqual(['YQ==', 'Yg==', 'Yw==']);
+    expect(calls[0]).toMatchObject({ record_type: 'call', call_leg_id: expect.any(String), call_session_id: expect.any(String), call_duration: expect.any(Number) });
+    const asked = sim.requests.slice(before);
+    expect(asked.map((r) => r.path)).toEqual([`/v2/connections/${CONNECTION}/active_calls`, `/v2/connections/${CONNECTION}/active_calls`]);
+    expect(asked[0]!.query).toEqual({ 'page[limit]': '2' });
+    expect(asked[1]!.query).toMatchObject({ 'page[limit]': '2', 'page[after]': expect.stringMatching(/^v1:/) });
+
+    await expect(client().listActiveCalls(CONNECTION, { pageSize: 1, maxPages: 2 })).rejects.toThrow(/more than 2 pages/);
+    // An ended call is not active.
+    await sim.hangup(ids[1]!);
+    expect((await client().listActiveCalls(CONNECTION)).map((c) => c.call_control_id)).toEqual([ids[0], ids[2]]);
+  });
+
+  it("another account's or an unknown connection is refused", async () => {
+    sim.addApiKey('other');
+    const foreign = sim.addConnection('other');
+    await expect(client().listActiveCalls(foreign)).rejects.toMatchObject({ status: 404 });
+    await expect(client().listActiveCalls('123')).rejects.toBeInstanceOf(CarrierRequestError);
+  });
+});

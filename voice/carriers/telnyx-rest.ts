@@ -4,7 +4,7 @@
 // paths start with /v2/. A base that already ends in /v2 (the form the carrier's
 // docs print) is accepted too, so either reading of the setting works.
 // Numbers and webhooks come first, then Call Control (dial, answer, reject, hang up,
-// status); messages are further methods over `request`.
+// status, a connection's active calls); messages are further methods over `request`.
 
 import { DEFAULT_CARRIER_TIMEOUT_MS, carrierFetch, joinUrl } from './carrier-http.ts';
 import { CarrierUnreachableError } from './errors.ts';
@@ -73,6 +73,20 @@ export type TelnyxRejectCause = 'CALL_REJECTED' | 'USER_BUSY';
 /** `GET /v2/calls/{id}`: the fields the service relies on, the rest as sent. */
 export interface TelnyxCallStatus extends TelnyxCallIds {
   is_alive: boolean;
+  /** ISO 8601; null (or absent) while the call lasts. */
+  end_time?: string | null;
+  start_time?: string | null;
+  /** Seconds since the call started (ringing included). */
+  call_duration?: number | null;
+  client_state?: string | null;
+  [field: string]: unknown;
+}
+
+/** An item of `GET /v2/connections/{id}/active_calls`. */
+export interface TelnyxActiveCall extends TelnyxCallIds {
+  client_state: string | null;
+  call_duration: number | null;
+  record_type: string;
   [field: string]: unknown;
 }
 
@@ -85,8 +99,8 @@ export interface TelnyxRest {
   setCallControlWebhook(connectionId: string, url: string): Promise<void>;
   /** Sends the messaging profile's SMS events to `url`, in the v2 envelope. */
   setMessagingWebhook(messagingProfileId: string, url: string): Promise<void>;
-  /** Places an outbound call; events follow at `webhook_url`. */
-  dial(params: TelnyxDialParams): Promise<TelnyxCallIds>;
+  /** Places an outbound call; events follow at `webhook_url`. `timeoutMs` overrides the client's for this request. */
+  dial(params: TelnyxDialParams, opts?: { timeoutMs?: number }): Promise<TelnyxCallIds>;
   /** Answers an incoming call. */
   answer(callControlId: string, params: TelnyxAnswerParams): Promise<void>;
   /** Refuses an incoming call before it is answered. */
@@ -95,6 +109,12 @@ export interface TelnyxRest {
   hangup(callControlId: string, params: { command_id: string }): Promise<void>;
   /** The call's status; the carrier keeps it about 10 minutes after the end, then 404. */
   getCall(callControlId: string): Promise<TelnyxCallStatus>;
+  /**
+   * The live calls of a Call Control application (cursor-paged; every page is read, at
+   * most `maxPages` of `pageSize` (default 20 of 250): more is an error rather than a
+   * partial answer).
+   */
+  listActiveCalls(connectionId: string, opts?: { maxPages?: number; pageSize?: number }): Promise<TelnyxActiveCall[]>;
 }
 
 export function createTelnyxRest(opts: TelnyxRestOptions): TelnyxRest {
@@ -103,8 +123,12 @@ export function createTelnyxRest(opts: TelnyxRestOptions): TelnyxRest {
   const authorization = `Bearer ${opts.apiKey}`;
 
   // `path` starts with /v2/; resolves to the `data` member of the answer.
-  async function request(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: object): Promise<unknown> {
-    const answer = await carrierFetch({
+  async function request(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body?: object, timeout = timeoutMs): Promise<unknown> {
+    return dataOf(method, path, await fetchAnswer(method, path, body, timeout));
+  }
+
+  async function fetchAnswer(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', path: string, body: object | undefined, timeout: number): Promise<unknown> {
+    return carrierFetch({
       carrier: 'telnyx',
       method,
       url: joinUrl(root, path),
@@ -114,9 +138,12 @@ export function createTelnyxRest(opts: TelnyxRestOptions): TelnyxRest {
         ...(body === undefined ? {} : { 'content-type': 'application/json' }),
       },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      timeoutMs,
+      timeoutMs: timeout,
       describeError,
     });
+  }
+
+  function dataOf(method: string, path: string, answer: unknown): unknown {
     if (answer === null) return null;
     if (typeof answer !== 'object' || !('data' in answer)) {
       throw new CarrierUnreachableError('telnyx', `telnyx ${method} ${path.split('?')[0]} answered without data`, 200);
@@ -183,8 +210,8 @@ export function createTelnyxRest(opts: TelnyxRestOptions): TelnyxRest {
       });
     },
 
-    async dial(params) {
-      const data = await request('POST', '/v2/calls', params);
+    async dial(params, dialOpts = {}) {
+      const data = await request('POST', '/v2/calls', params, dialOpts.timeoutMs ?? timeoutMs);
       if (!isCallIds(data)) throw new CarrierUnreachableError('telnyx', 'telnyx dial answered without call ids', 200);
       return { call_control_id: data.call_control_id, call_leg_id: data.call_leg_id, call_session_id: data.call_session_id };
     },
@@ -199,6 +226,32 @@ export function createTelnyxRest(opts: TelnyxRestOptions): TelnyxRest {
         throw new CarrierUnreachableError('telnyx', 'telnyx call status answered without is_alive', 200);
       }
       return data as TelnyxCallStatus;
+    },
+
+    async listActiveCalls(connectionId, listOpts = {}) {
+      const maxPages = listOpts.maxPages ?? 20;
+      const base = `/v2/connections/${encodeURIComponent(connectionId)}/active_calls`;
+      const calls: TelnyxActiveCall[] = [];
+      let after: string | null = null;
+      for (let page = 0; ; page++) {
+        if (page === maxPages) {
+          throw new CarrierUnreachableError('telnyx', `telnyx active calls have more than ${maxPages} pages; refusing a partial answer`, 200);
+        }
+        const query = new URLSearchParams({ 'page[limit]': String(listOpts.pageSize ?? 250), ...(after === null ? {} : { 'page[after]': after }) });
+        const path = `${base}?${query.toString()}`;
+        const answer = (await fetchAnswer('GET', path, undefined, timeoutMs)) as { meta?: { cursors?: { after?: unknown }; next?: unknown } } | null;
+        const data = dataOf('GET', path, answer);
+        if (!Array.isArray(data)) throw new CarrierUnreachableError('telnyx', 'telnyx active calls answered without a data array', 200);
+        for (const item of data) {
+          if (!isCallIds(item)) throw new CarrierUnreachableError('telnyx', 'telnyx active call without call ids', 200);
+          calls.push({ client_state: null, call_duration: null, record_type: 'call', ...item } as TelnyxActiveCall);
+        }
+        // A further page exists when the answer links one (`meta.next`) and names its cursor.
+        const cursor = answer?.meta?.cursors?.after;
+        if (data.length === 0 || typeof answer?.meta?.next !== 'string' || typeof cursor !== 'string' || cursor === '' || cursor === after) break;
+        after = cursor;
+      }
+      return calls;
     },
   };
 }

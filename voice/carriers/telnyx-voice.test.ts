@@ -8,10 +8,19 @@ import { telnyxCodec } from '../media/telnyx-codec.ts';
 import { closedPort } from '../../test/sim/sim-http.ts';
 import { startTelnyxReceiver, type TelnyxReceiver } from '../../test/sim/telnyx-receiver.ts';
 import { startTelnyxSim, type TelnyxScenario, type TelnyxSim } from '../../test/sim/telnyx-sim.ts';
-import { CarrierAuthError, CarrierRequestError, CarrierUnreachableError } from './errors.ts';
+import { CarrierAuthError, CarrierRequestError, CarrierUnreachableError, DialOutcomeUnknown, DialRejected } from './errors.ts';
 import { createTelnyxRest } from './telnyx-rest.ts';
 import { verifyTelnyx } from './telnyx-signature.ts';
-import { createTelnyxVoice, decodeClientState, encodeClientState, parseTelnyxWebhook, telnyxEventsUrl, telnyxMediaUrl } from './telnyx-voice.ts';
+import {
+  createTelnyxVoice,
+  decodeClientState,
+  encodeClientState,
+  parseTelnyxWebhook,
+  TELNYX_COMMAND_ID_WINDOW_MS,
+  telnyxDialCommandId,
+  telnyxEventsUrl,
+  telnyxMediaUrl,
+} from './telnyx-voice.ts';
 import type { CarrierWebhook, DialRequest } from './voice.ts';
 
 let sim: TelnyxSim;
@@ -124,31 +133,127 @@ describe('dial', () => {
     await sim.hangup(first.carrierCallId);
   });
 
-  it('a carrier refusal is a CarrierRequestError and places no call', async () => {
+  it('a carrier refusal is DialRejected (from the CarrierRequestError) and places no call', async () => {
     const acct = await account();
     const req = dialRequest(acct);
     sim.setScenario(req.to, 'reject');
     const err = await acct.voice.dial(req).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(CarrierRequestError);
-    expect(err).toMatchObject({ carrier: 'telnyx', status: 422, retryable: false });
+    expect(err).toBeInstanceOf(DialRejected);
+    expect(err).toMatchObject({ outcome: 'rejected', reason: 'refused', carrier: 'telnyx', status: 422, code: '10015', retryable: false });
+    expect((err as DialRejected).cause).toBeInstanceOf(CarrierRequestError);
+    expect((err as DialRejected).carrierError).toMatchObject({ errors: [{ code: '10015' }] });
     expect([...sim.calls.calls.values()].some((c) => c.to === req.to)).toBe(false);
     expect(parsed(acct)).toEqual([]);
   });
 
-  it('bad credentials are a CarrierAuthError, no carrier a CarrierUnreachableError', async () => {
+  it('bad credentials and a refused connection are rejected dials; other calls keep their CarrierErrors', async () => {
     const acct = await account();
     const wrong = createTelnyxVoice({ baseUrl: sim.baseUrl, apiKey: 'nope', connectionId: acct.connectionId });
-    await expect(wrong.dial(dialRequest(acct))).rejects.toBeInstanceOf(CarrierAuthError);
+    const auth = await wrong.dial(dialRequest(acct)).catch((e: unknown) => e);
+    expect(auth).toMatchObject({ outcome: 'rejected', reason: 'refused', status: 401, code: '10009' });
+    expect((auth as DialRejected).cause).toBeInstanceOf(CarrierAuthError);
+    await expect(wrong.hangup('v3:x')).rejects.toBeInstanceOf(CarrierAuthError);
     const port = await closedPort();
     const gone = createTelnyxVoice({ baseUrl: `http://127.0.0.1:${port}`, apiKey: acct.apiKey, connectionId: acct.connectionId });
-    await expect(gone.dial(dialRequest(acct))).rejects.toBeInstanceOf(CarrierUnreachableError);
+    // Connection refused: not a byte left, so the carrier certainly placed nothing.
+    const refused = await gone.dial(dialRequest(acct)).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(DialRejected);
+    expect(refused).toMatchObject({ reason: 'not-sent', status: null });
+    expect((refused as DialRejected).cause).toBeInstanceOf(CarrierUnreachableError);
     await expect(gone.hangup('v3:x')).rejects.toBeInstanceOf(CarrierUnreachableError);
     await expect(gone.fetchStatus('v3:x')).rejects.toBeInstanceOf(CarrierUnreachableError);
   });
 
   it('a number without an events token cannot dial', async () => {
     const acct = await account();
-    await expect(acct.voice.dial(dialRequest(acct, { eventsToken: null }))).rejects.toThrow(/events token/);
+    const req = dialRequest(acct, { eventsToken: null });
+    await expect(acct.voice.dial(req)).rejects.toThrow(/events token/);
+    expect(sim.dialRequests(req.to)).toEqual([]);
+  });
+});
+
+describe('dial outcomes and reconciliation', () => {
+  it('an answer lost after the call was placed is unknown; findDialedCall finds it by client_state', async () => {
+    const acct = await account();
+    const req = dialRequest(acct);
+    const since = Date.now();
+    sim.fail({ drop: true, match: 'dial' });
+    const err = await acct.voice.dial(req).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DialOutcomeUnknown);
+    expect(err).toMatchObject({ outcome: 'unknown', reason: 'connection-lost', carrier: 'telnyx', retryable: false });
+    expect(sim.placedTo(req.to)).toBe(1);
+    const placed = [...sim.calls.calls.values()].find((c) => c.to === req.to)!;
+    // Another live call on the same connection is not it.
+    const other = await acct.voice.dial(dialRequest(acct));
+
+    const lookup = { callId: req.callId, to: req.to, from: req.from, since, commandId: telnyxDialCommandId(req.callId) };
+    expect(await acct.voice.findDialedCall(lookup)).toEqual({ found: true, carrierCallId: placed.callControlId, status: 'active' });
+    const ask = sim.requests.at(-1)!;
+    expect(ask.path).toBe(`/v2/connections/${acct.connectionId}/active_calls`);
+    expect(ask.query).toEqual({ 'page[limit]': '250' });
+
+    // Once it ended it is no longer live: only its call.hangup webhook tells of it.
+    await sim.hangup(placed.callControlId);
+    expect(await acct.voice.findDialedCall(lookup)).toEqual({ found: false, searched: 'live-calls' });
+    expect(parsed(acct).some((w) => w.kind === 'event' && w.callId === req.callId && w.event.type === 'CARRIER.ENDED')).toBe(true);
+    await acct.voice.hangup(other.carrierCallId);
+  });
+
+  it('a reset dial is unknown and nothing was placed: findDialedCall finds nothing', async () => {
+    const acct = await account();
+    const req = dialRequest(acct);
+    sim.fail({ reset: true, match: 'dial' });
+    await expect(acct.voice.dial(req)).rejects.toMatchObject({ outcome: 'unknown', reason: 'connection-lost' });
+    expect(sim.dialRequests(req.to).map((r) => r.fault)).toEqual(['reset']);
+    expect(sim.placedTo(req.to)).toBe(0);
+    expect(await acct.voice.findDialedCall({ callId: req.callId, to: req.to, from: req.from, since: Date.now() })).toEqual({ found: false, searched: 'live-calls' });
+  });
+
+  it('a 5xx or a timeout is unknown; a slow answer within the dial timeout is accepted', async () => {
+    const acct = await account();
+    sim.fail({ status: 502, body: '<html>Bad Gateway</html>', match: 'dial' });
+    await expect(acct.voice.dial(dialRequest(acct))).rejects.toMatchObject({ outcome: 'unknown', reason: 'carrier-error', status: 502 });
+
+    const quick = createTelnyxVoice({ baseUrl: sim.baseUrl, apiKey: acct.apiKey, connectionId: acct.connectionId, dialTimeoutMs: 400 });
+    const late = dialRequest(acct);
+    sim.fail({ delayMs: 1500, match: 'dial' });
+    const err = await quick.dial(late).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DialOutcomeUnknown);
+    expect(err).toMatchObject({ reason: 'timeout' });
+    // The call was placed at once; only the answer was late.
+    const found = await quick.findDialedCall({ callId: late.callId, to: late.to, from: late.from, since: Date.now() });
+    expect(found).toMatchObject({ found: true, status: 'active' });
+
+    const slow = dialRequest(acct);
+    sim.fail({ delayMs: 20, match: 'dial' });
+    const ok = await quick.dial(slow);
+    expect(sim.calls.calls.get(ok.carrierCallId)?.to).toBe(slow.to);
+    for (const c of [found, { carrierCallId: ok.carrierCallId }]) await acct.voice.hangup((c as { carrierCallId: string }).carrierCallId);
+  });
+
+  it('repeating an unknown dial within 60 s places no second call; after 60 s the carrier has forgotten the command_id', async () => {
+    const acct = await account();
+    const req = dialRequest(acct);
+    sim.fail({ drop: true, match: 'dial' });
+    await expect(acct.voice.dial(req)).rejects.toBeInstanceOf(DialOutcomeUnknown);
+    sim.advanceClock(TELNYX_COMMAND_ID_WINDOW_MS - 1_000);
+    const again = await acct.voice.dial(req);
+    expect(sim.placedTo(req.to)).toBe(1);
+    sim.advanceClock(2_000);
+    const third = await acct.voice.dial(req);
+    expect(third.carrierCallId).not.toBe(again.carrierCallId);
+    expect(sim.placedTo(req.to)).toBe(2);
+    await acct.voice.hangup(again.carrierCallId);
+    await acct.voice.hangup(third.carrierCallId);
+  });
+
+  it('findDialedCall throws when the carrier cannot be asked', async () => {
+    const acct = await account();
+    const req = dialRequest(acct);
+    sim.fail({ status: 503, match: 'lookup' });
+    await expect(acct.voice.findDialedCall({ callId: req.callId, to: req.to, from: req.from, since: Date.now() })).rejects.toBeInstanceOf(CarrierUnreachableError);
+    const gone = createTelnyxVoice({ baseUrl: sim.baseUrl, apiKey: acct.apiKey, connectionId: '999' });
+    await expect(gone.findDialedCall({ callId: req.callId, to: req.to, from: req.from, since: Date.now() })).rejects.toBeInstanceOf(CarrierRequestError);
   });
 });
 
@@ -279,6 +384,19 @@ describe('hangup and fetchStatus of a call that is over', () => {
     expect(await acct.voice.fetchStatus(carrierCallId)).toBe('unknown');
     sim.calls.expire(carrierCallId);
     expect(await acct.voice.fetchStatus(carrierCallId)).toBe('unknown');
+  });
+
+  it('fetchCall: the carrier’s end time while the record is kept (10 minutes), nothing after', async () => {
+    const acct = await account();
+    const { carrierCallId } = await acct.voice.dial(dialRequest(acct));
+    await sim.call(carrierCallId).waitFor('answered');
+    expect(await acct.voice.fetchCall(carrierCallId)).toEqual({ status: 'active' });
+    await sim.hangup(carrierCallId);
+    const endedAt = sim.calls.calls.get(carrierCallId)!.endedAt!;
+    // No durationSec: the record's call_duration counts from the start, ringing included.
+    expect(await acct.voice.fetchCall(carrierCallId)).toEqual({ status: 'unknown', endedAt });
+    sim.advanceClock(10 * 60_000);
+    expect(await acct.voice.fetchCall(carrierCallId)).toEqual({ status: 'unknown' });
   });
 
   it("another account's call is unknown to this one", async () => {

@@ -28,12 +28,23 @@
 // its proof of connection), which a call that ended while still ringing never did. On
 // 'unknown' the machine hangs up (a no-op here: "already ended" counts as success).
 // Webhook hangup causes are reported as the carrier said them (see HANGUP_CAUSES).
+// fetchCall() adds the carrier's `end_time` of an ended call (no duration: the record's
+// call_duration runs from the call's start, ringing included).
+//
+// Dial outcomes (errors.ts): a 4xx (401/403 included) or a connection refused before
+// sending is DialRejected; a timeout, a connection lost after sending, a 5xx or an
+// unreadable answer is DialOutcomeUnknown. The dial carries command_id `dial-<callId>`,
+// which the carrier honours for about 60 s: a repeat within that window returns the
+// same call instead of placing another (TELNYX_COMMAND_ID_WINDOW_MS; this adapter never
+// repeats a dial by itself). findDialedCall() asks the connection's active calls for
+// the one whose client_state is our call id.
 
 import { z } from 'zod';
 import type { CallEvent, FinalCallStatus } from '../../machines/call-events.ts';
-import { CarrierRequestError } from './errors.ts';
+import { DEFAULT_CARRIER_TIMEOUT_MS } from './carrier-http.ts';
+import { CarrierRequestError, classifyDialError } from './errors.ts';
 import { createTelnyxRest, type TelnyxRest } from './telnyx-rest.ts';
-import type { CarrierCallStatus, CarrierVoice, CarrierWebhook, DialRequest } from './voice.ts';
+import type { CarrierCallInfo, CarrierCallStatus, CarrierVoice, CarrierWebhook, DialedCall, DialLookup, DialRequest } from './voice.ts';
 
 export interface TelnyxVoiceOptions {
   /** TELNYX_API_BASE: the host root (a trailing /v2 is accepted). */
@@ -42,6 +53,19 @@ export interface TelnyxVoiceOptions {
   /** The number's Call Control application (`telnyx_connection_id`). */
   connectionId: string;
   timeoutMs?: number;
+  /** Deadline of the dial request, ms (default `timeoutMs`, else 10 s); past it the outcome is unknown. */
+  dialTimeoutMs?: number;
+}
+
+/**
+ * How long the carrier remembers a command_id (about 60 s, per its docs): a dial repeated
+ * with the same command_id within it returns the first call; after it, places a new one.
+ */
+export const TELNYX_COMMAND_ID_WINDOW_MS = 60_000;
+
+/** The command_id of our dial of a call: the same for every attempt of one call. */
+export function telnyxDialCommandId(callId: string): string {
+  return `dial-${callId}`;
 }
 
 export interface AnswerStreamRequest {
@@ -64,9 +88,24 @@ export function createTelnyxVoice(opts: TelnyxVoiceOptions): TelnyxVoice {
     apiKey: opts.apiKey,
     ...(opts.timeoutMs === undefined ? {} : { timeoutMs: opts.timeoutMs }),
   });
+  const dialTimeoutMs = opts.dialTimeoutMs ?? opts.timeoutMs ?? DEFAULT_CARRIER_TIMEOUT_MS;
+
+  async function fetchCall(carrierCallId: string): Promise<CarrierCallInfo> {
+    try {
+      const call = await rest.getCall(carrierCallId);
+      if (call.is_alive) return { status: 'active' };
+      const endedAt = typeof call.end_time === 'string' ? Date.parse(call.end_time) : NaN;
+      return Number.isFinite(endedAt) ? { status: 'unknown', endedAt } : { status: 'unknown' };
+    } catch (err) {
+      // The record is kept about 10 minutes after the end; then 404, and the end time is gone.
+      if (err instanceof CarrierRequestError && err.status === 404) return { status: 'unknown' };
+      throw err;
+    }
+  }
 
   return {
     async dial(req: DialRequest) {
+      // Checked before anything is sent: a plain Error, not a dial outcome.
       if (req.eventsToken === null) throw new Error('telnyx dial needs the number events token');
       const ids = await rest.dial({
         connection_id: opts.connectionId,
@@ -74,14 +113,16 @@ export function createTelnyxVoice(opts: TelnyxVoiceOptions): TelnyxVoice {
         from: req.from,
         webhook_url: telnyxEventsUrl(req.publicBaseUrl, req.eventsToken),
         client_state: encodeClientState(req.callId),
-        // A restored dial effect runs again: the carrier drops the repeat.
-        command_id: `dial-${req.callId}`,
+        // A repeat within about 60 s returns this call instead of placing another.
+        command_id: telnyxDialCommandId(req.callId),
         time_limit_secs: req.timeLimitSec,
         stream_url: telnyxMediaUrl(req.publicBaseUrl, req.mediaToken),
         stream_track: 'inbound_track',
         stream_bidirectional_mode: 'rtp',
         stream_bidirectional_codec: 'PCMU',
         ...(req.amdEnabled ? { answering_machine_detection: 'detect' as const } : {}),
+      }, { timeoutMs: dialTimeoutMs }).catch((err: unknown) => {
+        throw classifyDialError('telnyx', err);
       });
       return { carrierCallId: ids.call_control_id };
     },
@@ -91,13 +132,26 @@ export function createTelnyxVoice(opts: TelnyxVoiceOptions): TelnyxVoice {
     },
 
     async fetchStatus(carrierCallId): Promise<CarrierCallStatus> {
-      try {
-        const call = await rest.getCall(carrierCallId);
-        return call.is_alive ? 'active' : 'unknown';
-      } catch (err) {
-        if (err instanceof CarrierRequestError && err.status === 404) return 'unknown';
-        throw err;
-      }
+      return (await fetchCall(carrierCallId)).status;
+    },
+
+    fetchCall,
+
+    /**
+     * The live call of this connection whose client_state is our call id. `to`, `from`,
+     * `since` and `commandId` are not used: the active-call items carry none of them, and
+     * client_state (set on dial, never changed by our later commands) names the call.
+     * Not listed → `{found: false, searched: 'live-calls'}`: either never placed, or placed
+     * and already over; an ended call of carrier B is then known only from its call.hangup
+     * webhook (which carries the same client_state), as without its call_control_id its
+     * record cannot be fetched.
+     */
+    async findDialedCall(q: DialLookup): Promise<DialedCall> {
+      const state = encodeClientState(q.callId);
+      const live = await rest.listActiveCalls(opts.connectionId);
+      const match = live.find((c) => c.client_state === state);
+      if (!match) return { found: false, searched: 'live-calls' };
+      return { found: true, carrierCallId: match.call_control_id, status: 'active' };
     },
 
     async answerWithStream(carrierCallId, req) {

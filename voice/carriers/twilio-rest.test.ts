@@ -14,7 +14,8 @@ let sim: TwilioSim;
 let numberSid: string;
 
 beforeEach(async () => {
-  sim = await startTwilioSim();
+  // Calls placed here stay queued at the carrier (no progress, no webhooks).
+  sim = await startTwilioSim({ stepMs: 60_000 });
   sim.addAccount(ACCOUNT, TOKEN);
   numberSid = sim.addNumber(ACCOUNT, NUMBER);
 });
@@ -135,5 +136,56 @@ describe('unreachable carrier', () => {
     const err = await client({ timeoutMs: 50 }).findIncomingNumber(NUMBER).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(CarrierUnreachableError);
     expect((err as Error).message).toMatch(/no answer within 50 ms/);
+  });
+});
+
+describe('listCalls', () => {
+  // The calls stay queued (stepMs 60 s); their only callback (completed) never comes.
+  async function place(rest: ReturnType<typeof client>, to: string, from = NUMBER) {
+    const hooks = `http://127.0.0.1:${await closedPort()}`;
+    return rest.createCall({ To: to, From: from, Url: `${hooks}/voice`, StatusCallback: `${hooks}/status`, StatusCallbackEvent: [], TimeLimit: 60 });
+  }
+
+  it('filters by To and From on the wire and answers newest first', async () => {
+    const rest = client();
+    const a = await place(rest, '+15557770001');
+    sim.advanceClock(1_000);
+    const b = await place(rest, '+15557770001');
+    await place(rest, '+15557770002');
+    const calls = await rest.listCalls({ To: '+15557770001', From: NUMBER });
+    expect(calls.map((c) => c.sid)).toEqual([b.sid, a.sid]);
+    expect(calls[0]).toMatchObject({ to: '+15557770001', from: NUMBER, direction: 'outbound-api', date_created: expect.stringMatching(/ \+0000$/) });
+    const req = sim.requests.at(-1)!;
+    expect(req.method).toBe('GET');
+    expect(req.path).toBe(`/2010-04-01/Accounts/${ACCOUNT}/Calls.json`);
+    expect(req.query).toEqual({ To: '+15557770001', From: NUMBER, PageSize: '1000' });
+  });
+
+  it('sends the day filter as StartTime>=YYYY-MM-DD and the status filter as Status', async () => {
+    const rest = client();
+    await place(rest, '+15557770003');
+    await rest.listCalls({ To: '+15557770003', StartedOnOrAfter: '2030-01-02' });
+    // The wire form is `StartTime%3E=2030-01-02`: the parameter name carries the `>`.
+    expect(sim.requests.at(-1)!.query).toEqual({ To: '+15557770003', 'StartTime>': '2030-01-02', PageSize: '1000' });
+    const queued = await rest.listCalls({ To: '+15557770003', Status: 'queued' });
+    expect(queued.map((c) => c.status)).toEqual(['queued']);
+  });
+
+  it('follows next_page_uri to the end, and refuses to answer partially past maxPages', async () => {
+    const rest = client();
+    const placed = [];
+    for (let i = 0; i < 3; i++) placed.push((await place(rest, '+15557770004')).sid);
+    const before = sim.requests.length;
+    const calls = await rest.listCalls({ To: '+15557770004' }, { pageSize: 1 });
+    expect(calls.map((c) => c.sid).sort()).toEqual([...placed].sort());
+    expect(sim.requests.slice(before).map((r) => r.query.Page ?? '0')).toEqual(['0', '1', '2']);
+    const err = await rest.listCalls({ To: '+15557770004' }, { pageSize: 1, maxPages: 2 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(CarrierUnreachableError);
+    expect((err as Error).message).toMatch(/more than 2 pages/);
+  });
+
+  it('a list without a calls array is a CarrierUnreachableError', async () => {
+    sim.fail({ status: 200, body: { page: 0 }, match: 'lookup' });
+    await expect(client().listCalls({ To: '+15557770005' })).rejects.toBeInstanceOf(CarrierUnreachableError);
   });
 });

@@ -2,7 +2,7 @@
 // Basic AccountSid:AuthToken, form-encoded bodies, JSON answers, errors
 // {code, message, more_info, status}. `baseUrl` is the host root, e.g.
 // https://api.twilio.com (TWILIO_API_BASE); paths start with /2010-04-01.
-// Numbers, then calls (create, hang up, fetch); messages are further methods over `request`.
+// Numbers, then calls (create, hang up, fetch, list); messages are further methods over `request`.
 
 import { DEFAULT_CARRIER_TIMEOUT_MS, carrierFetch, joinUrl } from './carrier-http.ts';
 import { CarrierUnreachableError } from './errors.ts';
@@ -67,7 +67,23 @@ export interface TwilioCall {
   answered_by: string | null;
   /** Connected seconds as a string, null until the call ends. */
   duration: string | null;
+  /** RFC 2822. */
+  date_created?: string | null;
+  /** RFC 2822: when the carrier dialed it; null while it waits in the carrier's queue. */
+  start_time?: string | null;
+  /** RFC 2822: when it ended; null while it lasts. */
+  end_time?: string | null;
   [field: string]: unknown;
+}
+
+/** `GET …/Calls.json` filters (carriers.md §1), named for what they do. */
+export interface TwilioCallFilter {
+  To?: string;
+  From?: string;
+  /** One call status (queued, ringing, in-progress, completed, …). */
+  Status?: string;
+  /** Sent as `StartTime>=YYYY-MM-DD` (UTC day): calls that started on or after that midnight. */
+  StartedOnOrAfter?: string;
 }
 
 /** Form parameters; an array repeats the key (e.g. StatusCallbackEvent). */
@@ -79,14 +95,22 @@ export interface TwilioRest {
   findIncomingNumber(e164: string): Promise<TwilioIncomingNumber | null>;
   /** Points the number's voice and SMS webhooks at the given URLs (both POST). */
   updateIncomingNumber(numberSid: string, update: TwilioNumberUpdate): Promise<TwilioIncomingNumber>;
-  /** Places a call (201). A refusal, e.g. code 21211 for an invalid `To`, is a CarrierRequestError. */
-  createCall(params: TwilioCreateCall): Promise<TwilioCall>;
+  /**
+   * Places a call (201). A refusal, e.g. code 21211 for an invalid `To`, is a
+   * CarrierRequestError. `timeoutMs` overrides the client's timeout for this request.
+   */
+  createCall(params: TwilioCreateCall, opts?: { timeoutMs?: number }): Promise<TwilioCall>;
   /**
    * Hangs up (`completed`) or cancels a call not yet answered (`canceled`). A call the
    * carrier no longer has answers 404 with code 20404, thrown as a CarrierRequestError.
    */
   updateCall(callSid: string, update: { Status: 'completed' | 'canceled' }): Promise<TwilioCall>;
   fetchCall(callSid: string): Promise<TwilioCall>;
+  /**
+   * Every call matching the filter, following `next_page_uri` (at most `maxPages` pages of
+   * `pageSize` (default 10 of 1000); more is an error rather than a silently partial answer).
+   */
+  listCalls(filter: TwilioCallFilter, opts?: { maxPages?: number; pageSize?: number }): Promise<TwilioCall[]>;
 }
 
 export function createTwilioRest(opts: TwilioRestOptions): TwilioRest {
@@ -95,21 +119,27 @@ export function createTwilioRest(opts: TwilioRestOptions): TwilioRest {
   const accountPath = `/2010-04-01/Accounts/${encodeURIComponent(opts.accountSid)}`;
 
   // `path` is relative to the account (starts with a slash); GET/DELETE params go in the query.
-  async function request(method: 'GET' | 'POST' | 'DELETE', path: string, params: TwilioForm = {}): Promise<unknown> {
+  async function request(method: 'GET' | 'POST' | 'DELETE', path: string, params: TwilioForm = {}, timeout = timeoutMs): Promise<unknown> {
     const encoded = encodeForm(params);
     const hasBody = method === 'POST';
     const query = !hasBody && encoded ? `?${encoded}` : '';
+    return send(method, accountPath + path + query, hasBody ? encoded : undefined, timeout);
+  }
+
+  // `rootPath` starts at the host root (/2010-04-01/…), as the carrier's *_uri members do.
+  async function send(method: 'GET' | 'POST' | 'DELETE', rootPath: string, body: string | undefined, timeout: number): Promise<unknown> {
+    const hasBody = body !== undefined;
     return carrierFetch({
       carrier: 'twilio',
       method,
-      url: joinUrl(opts.baseUrl, accountPath + path + query),
+      url: joinUrl(opts.baseUrl, rootPath),
       headers: {
         authorization,
         accept: 'application/json',
         ...(hasBody ? { 'content-type': 'application/x-www-form-urlencoded' } : {}),
       },
-      ...(hasBody ? { body: encoded } : {}),
-      timeoutMs,
+      ...(hasBody ? { body } : {}),
+      timeoutMs: timeout,
       describeError,
     });
   }
@@ -140,7 +170,7 @@ export function createTwilioRest(opts: TwilioRestOptions): TwilioRest {
       return body;
     },
 
-    async createCall(params) {
+    async createCall(params, callOpts = {}) {
       const body = await request('POST', '/Calls.json', {
         To: params.To,
         From: params.From,
@@ -152,7 +182,7 @@ export function createTwilioRest(opts: TwilioRestOptions): TwilioRest {
         AsyncAmdStatusCallback: params.AsyncAmdStatusCallback,
         TimeLimit: String(params.TimeLimit),
         Timeout: params.Timeout === undefined ? undefined : String(params.Timeout),
-      });
+      }, callOpts.timeoutMs ?? timeoutMs);
       return asCall(body, 'call creation');
     },
 
@@ -163,6 +193,32 @@ export function createTwilioRest(opts: TwilioRestOptions): TwilioRest {
 
     async fetchCall(callSid) {
       return asCall(await request('GET', `/Calls/${encodeURIComponent(callSid)}.json`), 'call fetch');
+    },
+
+    async listCalls(filter, listOpts = {}) {
+      const maxPages = listOpts.maxPages ?? 10;
+      const query = encodeForm({
+        To: filter.To,
+        From: filter.From,
+        Status: filter.Status,
+        // The carrier's inequality filters are the parameter name plus `>`/`<`: `StartTime>=…`.
+        'StartTime>': filter.StartedOnOrAfter,
+        PageSize: String(listOpts.pageSize ?? 1000),
+      });
+      const calls: TwilioCall[] = [];
+      let next: string | null = `${accountPath}/Calls.json?${query}`;
+      for (let page = 0; next !== null; page++) {
+        if (page === maxPages) {
+          throw new CarrierUnreachableError('twilio', `twilio call list has more than ${maxPages} pages; refusing a partial answer`, 200);
+        }
+        const body = (await send('GET', next, undefined, timeoutMs)) as { calls?: unknown; next_page_uri?: unknown } | null;
+        if (!Array.isArray(body?.calls)) throw new CarrierUnreachableError('twilio', 'twilio call list has no calls array', 200);
+        for (const c of body.calls) calls.push(asCall(c, 'call list'));
+        const uri = body.next_page_uri;
+        // Only pages of this account's list are followed, whatever the answer says.
+        next = typeof uri === 'string' && uri.startsWith(`${accountPath}/Calls.json?`) ? uri : null;
+      }
+      return calls;
     },
   };
 }

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { startTwilioSim, twilioSid, type TwilioSim } from '../../test/sim/twilio-sim.ts';
 import type { CallEvent } from '../../machines/call-events.ts';
-import { CarrierAuthError, CarrierRequestError } from './errors.ts';
+import { closedPort } from '../../test/sim/sim-http.ts';
+import { CarrierAuthError, CarrierRequestError, CarrierUnreachableError, DialOutcomeUnknown, DialRejected } from './errors.ts';
 import { connectStream, escapeXml, hangup, reject } from './twiml.ts';
 import { verifyTwilio } from './twilio-signature.ts';
 import { createTwilioVoice, parseTwilioWebhook, TwilioWebhookError, type TwilioWebhookKind } from './twilio-voice.ts';
@@ -97,7 +98,8 @@ afterAll(async () => {
   await receiver.close();
 });
 
-const voice = (authToken = TOKEN) => createTwilioVoice({ baseUrl: sim.baseUrl, accountSid: ACCOUNT, authToken });
+const voice = (authToken = TOKEN, over: { dialTimeoutMs?: number; baseUrl?: string } = {}) =>
+  createTwilioVoice({ baseUrl: sim.baseUrl, accountSid: ACCOUNT, authToken, ...over });
 
 let seq = 0;
 function dialRequest(over: Partial<DialRequest> = {}): DialRequest {
@@ -228,14 +230,16 @@ describe('dial', () => {
     await voice().hangup(carrierCallId);
   });
 
-  it('reject: the carrier refuses the create with its code; no call, no webhook', async () => {
+  it('reject: the carrier refuses the create with its code (DialRejected); no call, no webhook', async () => {
     const req = dialRequest();
     sim.scenario(req.to, 'reject');
     const callsBefore = sim.calls.size;
     const err = await voice().dial(req).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(CarrierRequestError);
-    expect(err).toMatchObject({ carrier: 'twilio', status: 400, code: 21211 });
-    expect((err as CarrierRequestError).message).toContain(req.to);
+    expect(err).toBeInstanceOf(DialRejected);
+    expect(err).toMatchObject({ outcome: 'rejected', reason: 'refused', carrier: 'twilio', status: 400, code: 21211, retryable: false });
+    expect((err as DialRejected).carrierError).toMatchObject({ code: 21211, status: 400 });
+    expect((err as DialRejected).cause).toBeInstanceOf(CarrierRequestError);
+    expect((err as DialRejected).message).toContain(req.to);
 
     const other = dialRequest();
     sim.scenario(other.to, { name: 'reject', status: 400, code: 21215, message: 'Geo permission configuration is not permitting call' });
@@ -251,8 +255,174 @@ describe('dial', () => {
     const err = await voice().dial(dialRequest({ from: '+15550009999' })).catch((e: unknown) => e);
     expect(err).toMatchObject({ status: 400, code: 21210 });
     const auth = await voice('wrong').dial(dialRequest()).catch((e: unknown) => e);
-    expect(auth).toBeInstanceOf(CarrierAuthError);
-    expect(auth).toMatchObject({ status: 401, code: 20003 });
+    // 401 is a refusal too: the carrier does nothing for a request it cannot authenticate.
+    expect(auth).toBeInstanceOf(DialRejected);
+    expect(auth).toMatchObject({ outcome: 'rejected', reason: 'refused', status: 401, code: 20003 });
+    expect((auth as DialRejected).cause).toBeInstanceOf(CarrierAuthError);
+  });
+});
+
+describe('dial outcomes: accepted, rejected, unknown', () => {
+  // Every fault below is limited to the dial, so the look-ups that follow stay healthy.
+  const since = () => sim.clock.now();
+
+  it('an answer lost after the carrier placed the call is unknown; findDialedCall finds the call', async () => {
+    const req = dialRequest();
+    const at = since();
+    sim.fail({ drop: true, match: 'dial' });
+    const err = await voice().dial(req).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DialOutcomeUnknown);
+    expect(err).toMatchObject({ outcome: 'unknown', reason: 'connection-lost', carrier: 'twilio', status: null, retryable: false });
+    expect(sim.dialRequests(req.to).map((r) => r.fault)).toEqual(['drop']);
+    expect(sim.placedTo(req.to)).toBe(1);
+    const placed = [...sim.calls.values()].find((c) => c.to === req.to)!;
+
+    const found = await voice().findDialedCall({ callId: req.callId, to: req.to, from: req.from, since: at });
+    expect(found).toEqual({ found: true, carrierCallId: placed.sid, status: 'active' });
+    // Both look-ups went out: the day filter, and the carrier's queue (no start_time yet).
+    const lookups = sim.requests.filter((r) => r.method === 'GET' && r.path.endsWith('/Calls.json') && r.query.To === req.to);
+    expect(lookups).toHaveLength(2);
+    expect(lookups.map((r) => r.query)).toEqual(
+      expect.arrayContaining([
+        { To: req.to, From: FROM, 'StartTime>': new Date(at - 5000).toISOString().slice(0, 10), PageSize: '1000' },
+        { To: req.to, From: FROM, Status: 'queued', PageSize: '1000' },
+      ]),
+    );
+    await voice().hangup(placed.sid);
+    await placed.ended;
+  });
+
+  it('a reset before the carrier read the request is unknown too (the client cannot tell); findDialedCall finds nothing', async () => {
+    const req = dialRequest();
+    const at = since();
+    sim.fail({ reset: true, match: 'dial' });
+    const err = await voice().dial(req).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DialOutcomeUnknown);
+    expect(err).toMatchObject({ outcome: 'unknown', reason: 'connection-lost' });
+    expect(sim.dialRequests(req.to).map((r) => r.fault)).toEqual(['reset']);
+    expect(sim.placedTo(req.to)).toBe(0);
+    expect(await voice().findDialedCall({ callId: req.callId, to: req.to, from: req.from, since: at })).toEqual({ found: false, searched: 'all-calls' });
+  });
+
+  it('a slow answer past the dial timeout is unknown; the call was placed and is found', async () => {
+    const req = dialRequest();
+    const at = since();
+    sim.fail({ delayMs: 400, match: 'dial' });
+    const err = await voice(TOKEN, { dialTimeoutMs: 100 }).dial(req).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DialOutcomeUnknown);
+    expect(err).toMatchObject({ reason: 'timeout' });
+    expect((err as Error).message).toMatch(/no answer within 100 ms/);
+    const found = await voice().findDialedCall({ callId: req.callId, to: req.to, from: req.from, since: at });
+    expect(found).toMatchObject({ found: true, status: 'active' });
+    const placed = sim.calls.get((found as { carrierCallId: string }).carrierCallId)!;
+    expect(placed.to).toBe(req.to);
+    await voice().hangup(placed.sid);
+    await placed.ended;
+  });
+
+  it('a 5xx is unknown (the carrier may have created the call before failing); a 4xx is rejected', async () => {
+    const req = dialRequest();
+    sim.fail({ status: 503, body: { code: 20503, message: 'Service Unavailable', more_info: '', status: 503 }, match: 'dial' });
+    const err = await voice().dial(req).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DialOutcomeUnknown);
+    expect(err).toMatchObject({ outcome: 'unknown', reason: 'carrier-error', status: 503, carrier: 'twilio' });
+    expect((err as DialOutcomeUnknown).cause).toBeInstanceOf(CarrierUnreachableError);
+
+    sim.fail({ status: 429, body: { code: 20429, message: 'Too Many Requests', more_info: '', status: 429 }, match: 'dial' });
+    const limited = await voice().dial(dialRequest()).catch((e: unknown) => e);
+    expect(limited).toBeInstanceOf(DialRejected);
+    expect(limited).toMatchObject({ outcome: 'rejected', reason: 'refused', status: 429, code: 20429 });
+  });
+
+  it('a 201 that is not a call resource is unknown (bad-answer)', async () => {
+    sim.fail({ status: 201, body: 'created, probably', match: 'dial' });
+    const err = await voice().dial(dialRequest()).catch((e: unknown) => e);
+    expect(err).toMatchObject({ outcome: 'unknown', reason: 'bad-answer', status: 201 });
+  });
+
+  it('a refused connection is rejected as not sent: nothing left this host', async () => {
+    const port = await closedPort();
+    const err = await voice(TOKEN, { baseUrl: `http://127.0.0.1:${port}` }).dial(dialRequest()).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DialRejected);
+    expect(err).toMatchObject({ outcome: 'rejected', reason: 'not-sent', status: null, code: null, carrierError: null });
+    expect((err as Error).message).toMatch(/ECONNREFUSED/);
+  });
+
+  it('the shape the API layer shows (enumerable fields) is the same for both errors', async () => {
+    const req = dialRequest();
+    sim.scenario(req.to, 'reject');
+    const rejected = (await voice().dial(req).catch((e: unknown) => e)) as DialRejected;
+    sim.fail({ status: 500, match: 'dial' });
+    const unknown = (await voice().dial(dialRequest()).catch((e: unknown) => e)) as DialOutcomeUnknown;
+    for (const e of [rejected, unknown]) {
+      expect(Object.keys(e)).toEqual(expect.arrayContaining(['carrier', 'status', 'code', 'carrierError', 'outcome', 'reason', 'retryable']));
+      // The cause stays out of JSON snapshots.
+      expect(Object.keys(e)).not.toContain('cause');
+      expect(JSON.parse(JSON.stringify(e))).not.toHaveProperty('cause');
+    }
+  });
+});
+
+describe('findDialedCall', () => {
+  it('picks the dial among the calls to the same number: not an earlier one, not another route, not an excluded one', async () => {
+    const to = dialRequest().to;
+    const base = () => dialRequest({ to });
+    // An earlier call to the same number from the same number, a minute before.
+    const earlier = await voice().dial(base());
+    sim.advanceClock(60_000);
+    // Same To from another number of ours does not count either.
+    const OTHER = '+15550001001';
+    sim.addNumber(ACCOUNT, OTHER);
+    const other = await voice().dial(dialRequest({ to, from: OTHER }));
+    const at = sim.clock.now();
+    sim.fail({ drop: true, match: 'dial' });
+    const req = base();
+    await expect(voice().dial(req)).rejects.toBeInstanceOf(DialOutcomeUnknown);
+    // Most likely in the same (whole) second as ours: the list's newest-first order tells them apart.
+    sim.advanceClock(1);
+    const later = await voice().dial(base());
+    const ours = [...sim.calls.values()].find((c) => c.to === to && c.from === FROM && ![earlier.carrierCallId, later.carrierCallId].includes(c.sid))!;
+
+    const lookup = { callId: req.callId, to, from: FROM, since: at };
+    expect(await voice().findDialedCall(lookup)).toMatchObject({ found: true, carrierCallId: ours.sid });
+    // A call the caller already knows belongs elsewhere is skipped: the next one is the answer.
+    expect(await voice().findDialedCall({ ...lookup, exclude: [ours.sid] })).toMatchObject({ found: true, carrierCallId: later.carrierCallId });
+    expect(await voice().findDialedCall({ ...lookup, exclude: [ours.sid, later.carrierCallId] })).toEqual({ found: false, searched: 'all-calls' });
+    for (const sid of [earlier.carrierCallId, other.carrierCallId, ours.sid, later.carrierCallId]) await voice().hangup(sid);
+  });
+
+  it('reports an ended call with the carrier’s end time and connected seconds; fetchCall says the same', async () => {
+    const req = dialRequest();
+    const at = sim.clock.now();
+    sim.fail({ drop: true, match: 'dial' });
+    await expect(voice().dial(req)).rejects.toBeInstanceOf(DialOutcomeUnknown);
+    const call = [...sim.calls.values()].find((c) => c.to === req.to)!;
+    await waitForEvent(req.callId, 'CARRIER.ANSWERED');
+    sim.advanceClock(42_000);
+    await sim.hangup(call.sid);
+    const endedAt = Math.floor(call.endedAt! / 1000) * 1000; // RFC 2822 has whole seconds
+    const expected = { status: 'completed', endedAt, durationSec: Math.round((call.endedAt! - call.answeredAt!) / 1000) };
+    expect(expected.durationSec).toBeGreaterThanOrEqual(42);
+    expect(await voice().findDialedCall({ callId: req.callId, to: req.to, from: req.from, since: at })).toEqual({ found: true, carrierCallId: call.sid, ...expected });
+    expect(await voice().fetchCall(call.sid)).toEqual(expected);
+    expect(await voice().fetchStatus(call.sid)).toBe('completed');
+  });
+
+  it('a never-answered call ends without a duration to bill; a live one has no end yet', async () => {
+    const req = dialRequest();
+    sim.scenario(req.to, 'busy');
+    const { carrierCallId } = await voice().dial(req);
+    expect(await voice().fetchCall(carrierCallId)).toEqual({ status: 'active' });
+    await sim.calls.get(carrierCallId)!.ended;
+    const info = await voice().fetchCall(carrierCallId);
+    expect(info).toMatchObject({ status: 'busy', durationSec: 0 });
+    expect(info.endedAt).toBe(Math.floor(sim.calls.get(carrierCallId)!.endedAt! / 1000) * 1000);
+  });
+
+  it('throws when the carrier cannot be asked (the dial stays unknown)', async () => {
+    sim.fail({ status: 500, match: 'lookup' });
+    const req = dialRequest();
+    await expect(voice().findDialedCall({ callId: req.callId, to: req.to, from: req.from, since: Date.now() })).rejects.toBeInstanceOf(CarrierUnreachableError);
   });
 });
 
@@ -305,6 +475,7 @@ describe('the far end', () => {
 describe('fetchStatus', () => {
   it("answers unknown for a call the carrier does not have", async () => {
     expect(await voice().fetchStatus(twilioSid('CA'))).toBe('unknown');
+    expect(await voice().fetchCall(twilioSid('CA'))).toEqual({ status: 'unknown' });
   });
 });
 

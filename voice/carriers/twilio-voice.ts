@@ -11,21 +11,48 @@
 //      `ignored` → 200. A signed body missing what carrier A always sends throws
 //      TwilioWebhookError (answer 400, it names the field).
 // Every URL we give the carrier carries `?cid=<internal call id>` (docs/design/calls.md).
+//
+// Dial outcomes (errors.ts): a 4xx (401/403 included) or a connection refused before
+// sending is DialRejected; a timeout, a connection lost after sending, a 5xx or an
+// unreadable 201 is DialOutcomeUnknown. Carrier A has no idempotency key for creating
+// calls, so an unknown dial is reconciled with findDialedCall: the Calls list filtered
+// by To, From and start day, then narrowed to calls created at or after the dial.
 
 import { z } from 'zod';
 import { callEventSchema, type CallEvent, type FinalCallStatus } from '../../machines/call-events.ts';
-import { CarrierRequestError } from './errors.ts';
-import { createTwilioRest, type TwilioCallEvent, type TwilioRestOptions } from './twilio-rest.ts';
+import { DEFAULT_CARRIER_TIMEOUT_MS } from './carrier-http.ts';
+import { CarrierRequestError, classifyDialError } from './errors.ts';
+import { createTwilioRest, type TwilioCall, type TwilioCallEvent, type TwilioRestOptions } from './twilio-rest.ts';
 import type { TwilioParams } from './twilio-signature.ts';
-import type { CarrierCallStatus, CarrierVoice, CarrierWebhook } from './voice.ts';
+import type { CarrierCallInfo, CarrierCallStatus, CarrierVoice, CarrierWebhook, DialedCall, DialLookup } from './voice.ts';
 
-export type TwilioVoiceOptions = TwilioRestOptions;
+export interface TwilioVoiceOptions extends TwilioRestOptions {
+  /** Deadline of the dial request, ms (default `timeoutMs`, else 10 s); past it the outcome is unknown. */
+  dialTimeoutMs?: number;
+}
+
+/**
+ * How far before `since` a call's `date_created` may lie and still be the dial's: the
+ * carrier writes it to the second (truncated) and its clock is not ours.
+ */
+export const TWILIO_LOOKUP_SLACK_MS = 5_000;
 
 /** Status callbacks asked for on every outbound call; `completed` carries the final status. */
 const CALL_EVENTS: readonly TwilioCallEvent[] = ['initiated', 'ringing', 'answered', 'completed'];
 
 export function createTwilioVoice(opts: TwilioVoiceOptions): CarrierVoice {
   const rest = createTwilioRest(opts);
+  const dialTimeoutMs = opts.dialTimeoutMs ?? opts.timeoutMs ?? DEFAULT_CARRIER_TIMEOUT_MS;
+
+  async function fetchCall(carrierCallId: string): Promise<CarrierCallInfo> {
+    try {
+      return callInfo(await rest.fetchCall(carrierCallId));
+    } catch (err) {
+      // The carrier keeps call records; a missing one is not evidence of how it ended.
+      if (isGone(err)) return { status: 'unknown' };
+      throw err;
+    }
+  }
 
   return {
     async dial(req) {
@@ -42,6 +69,8 @@ export function createTwilioVoice(opts: TwilioVoiceOptions): CarrierVoice {
         ...(req.amdEnabled
           ? { MachineDetection: 'Enable' as const, AsyncAmd: true, AsyncAmdStatusCallback: `${base}/carrier/twilio/amd?${cid}` }
           : {}),
+      }, { timeoutMs: dialTimeoutMs }).catch((err: unknown) => {
+        throw classifyDialError('twilio', err);
       });
       return { carrierCallId: call.sid };
     },
@@ -57,16 +86,53 @@ export function createTwilioVoice(opts: TwilioVoiceOptions): CarrierVoice {
     },
 
     async fetchStatus(carrierCallId) {
-      try {
-        const call = await rest.fetchCall(carrierCallId);
-        return resourceStatus(call.status);
-      } catch (err) {
-        // The carrier keeps call records; a missing one is not evidence of how it ended.
-        if (isGone(err)) return 'unknown';
-        throw err;
+      return (await fetchCall(carrierCallId)).status;
+    },
+
+    fetchCall,
+
+    async findDialedCall(q: DialLookup): Promise<DialedCall> {
+      const earliest = q.since - TWILIO_LOOKUP_SLACK_MS;
+      // `StartTime>=` is a UTC day and skips calls the carrier has not dialed yet (no
+      // start_time while queued behind the account's calls-per-second limit), so the
+      // queued ones are asked for separately.
+      const [started, queued] = await Promise.all([
+        rest.listCalls({ To: q.to, From: q.from, StartedOnOrAfter: new Date(earliest).toISOString().slice(0, 10) }),
+        rest.listCalls({ To: q.to, From: q.from, Status: 'queued' }),
+      ]);
+      const exclude = new Set(q.exclude ?? []);
+      const bySid = new Map<string, { call: TwilioCall; created: number; age: number }>();
+      // `age`: position in its list, which comes newest first; it orders calls of one second.
+      for (const [age, call] of [...started.entries(), ...queued.entries()]) {
+        const created = Date.parse(call.date_created ?? '');
+        if (bySid.has(call.sid) || exclude.has(call.sid) || !Number.isFinite(created) || created < earliest) continue;
+        // Our dials are `outbound-api` calls from our number to theirs; the list filters match loosely.
+        if (call.direction !== 'outbound-api' || call.to !== q.to || call.from !== q.from) continue;
+        bySid.set(call.sid, { call, created, age });
       }
+      // The resource does not show the callback URL that carries our `cid`, so the call is
+      // recognised by time: the earliest one created in or after the second of the dial;
+      // failing that (the carrier's clock behind ours), the latest one in the slack before it.
+      // Two dials from one number to one number within the same second cannot be told
+      // apart by the carrier's records (whole seconds): pass the other's id in `exclude`.
+      const candidates = [...bySid.values()].sort((a, b) => a.created - b.created || b.age - a.age);
+      const second = Math.floor(q.since / 1000) * 1000;
+      const pick = candidates.find((c) => c.created >= second) ?? candidates.at(-1);
+      if (!pick) return { found: false, searched: 'all-calls' };
+      return { found: true, carrierCallId: pick.call.sid, ...callInfo(pick.call) };
     },
   };
+}
+
+/** A Call resource as CarrierCallInfo: end time (RFC 2822) and connected seconds once it is over. */
+function callInfo(call: TwilioCall): CarrierCallInfo {
+  const status = resourceStatus(call.status);
+  const info: CarrierCallInfo = { status };
+  if (status === 'active') return info;
+  const endedAt = typeof call.end_time === 'string' ? Date.parse(call.end_time) : NaN;
+  if (Number.isFinite(endedAt)) info.endedAt = endedAt;
+  if (typeof call.duration === 'string' && /^\d+$/.test(call.duration)) info.durationSec = Number(call.duration);
+  return info;
 }
 
 /** Carrier A's "no such resource": the call is over and gone (carriers.md §1). */

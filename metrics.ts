@@ -1,6 +1,8 @@
 // Prometheus metrics kept in memory: requests by route and status, a latency
 // histogram per route, and gauges that other parts register (live calls, actors,
-// webhook backlog). Rendered in the text exposition format on GET /metrics.
+// webhook backlog). Rendered in the text exposition format on GET /metrics. It sits at
+// the root, beside config.ts, and imports nothing of the project, so that every layer
+// but the pure machines/ may import it (test/architecture.test.ts).
 
 const BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 

@@ -1,0 +1,141 @@
+// Calls as the supervisor's first actor kind: the call machine, its event schema, the
+// writer that projects a snapshot onto the `calls` row (and erases the sealed prompt
+// when the call ends), its effects, the slot hooks, and how an older or interrupted
+// call snapshot comes back.
+import type { Storage } from '../storage/index.ts';
+import type { CallWrite } from '../storage/calls.ts';
+import { CALL_MACHINE_VERSION, CALL_TAGS, callMachine, callRecordOf, type CallSnapshot } from '../machines/call.ts';
+import type { CallContext } from '../machines/call-outcome.ts';
+import { callEventSchema } from '../machines/call-events.ts';
+import type { ActorKind, EffectHandler, PersistedActor } from './actor-kind.ts';
+
+/** The public call_id: the carrier's id, except for a call that waited for a slot or whose dial's answer was lost (contract.md §2). */
+export const publicIdOf = (ctx: CallContext): string =>
+  ctx.queued || ctx.dialOutcome === 'unknown' ? ctx.id : (ctx.carrierCallId ?? ctx.id);
+
+export function callRowOf(ctx: CallContext, now: number): CallWrite {
+  const r = callRecordOf(ctx);
+  return {
+    internalId: ctx.id,
+    callId: publicIdOf(ctx),
+    accountId: ctx.accountId,
+    agentId: ctx.agentId,
+    direction: ctx.direction,
+    callStatus: r.call_status,
+    fromNumber: ctx.from,
+    toNumber: ctx.to,
+    phoneNumber: ctx.phoneNumber,
+    provider: ctx.provider,
+    carrierCallId: r.carrier_call_id,
+    startedAt: r.started_at,
+    endedAt: r.ended_at,
+    durationMs: r.duration_ms,
+    endedReason: r.ended_reason,
+    chargedMinutes: r.charged_minutes,
+    campaignId: ctx.campaignId,
+    voicemailDetected: r.voicemail_detected,
+    createdAt: ctx.createdAt,
+    updatedAt: now,
+  };
+}
+
+const topState = (value: unknown): string =>
+  typeof value === 'string' ? value : value !== null && typeof value === 'object' ? (Object.keys(value)[0] ?? '') : '';
+
+const KNOWN_STATES = new Set(Object.keys(callMachine.config.states ?? {}));
+
+/**
+ * Where a call stands when its snapshot names a state this machine lacks (or is of an
+ * older version): decided from what its context proves, then the RESTORED event asks
+ * the carrier wherever the carrier may know more.
+ */
+export function placeCall(ctx: CallContext): unknown {
+  if (ctx.endedAt !== null) return 'post-call';
+  if (ctx.carrierCallId === null) return ctx.queued && ctx.dialedAt === null ? 'queued' : ctx.direction === 'inbound' ? { 'in-progress': 'listening' } : { 'dial-unknown': 'asking' };
+  if (ctx.hangupReason !== null) return 'hanging-up';
+  if (ctx.startedAt !== null) return { 'in-progress': 'listening' };
+  return ctx.callStatus === 'ringing' ? 'ringing' : 'initiated';
+}
+
+/** Version 1 (issue 4) → 2: new context fields; an invoked dial cut off by the restart is an unknown dial. */
+export function migrateCallSnapshot(p: PersistedActor): PersistedActor | null {
+  if (p.context === null || typeof p.context !== 'object') return null;
+  const old = p.context as Partial<CallContext>;
+  if (typeof old.id !== 'string' || typeof old.accountId !== 'string') return null;
+  const ctx: CallContext = {
+    ...(old as CallContext),
+    dialOutcome: old.dialOutcome ?? (old.carrierCallId ? 'accepted' : null),
+    restored: false,
+    hangupAttempts: old.hangupAttempts ?? 0,
+  };
+  const state = topState(p.value);
+  let value: unknown = p.value;
+  if (p.version === 1 && state === 'dialing') {
+    ctx.dialOutcome = 'unknown';
+    value = { 'dial-unknown': 'asking' };
+  } else if (!KNOWN_STATES.has(state) || p.version < 0) {
+    value = placeCall(ctx);
+  }
+  return { version: CALL_MACHINE_VERSION, value, context: ctx };
+}
+
+export interface CallKindDeps {
+  storage: Storage;
+  effects: Record<string, EffectHandler<CallContext>>;
+  /** The media token for a call's first row write (held by the facade until then). */
+  takeMediaToken(id: string): string | null;
+  releaseSlot(accountId: string, id: string): void;
+  requestSlot(accountId: string, id: string): void;
+  holdSlot(accountId: string, id: string): void;
+  enqueue(accountId: string, id: string): void;
+  /** The transition of a call threw: hang its carrier leg up and record it failed. */
+  crashed(ctx: CallContext): void;
+  /** After every committed step of a call (indexes, post-call work, forgetting). */
+  settled?(snap: CallSnapshot, live: boolean): void;
+}
+
+export function callKind(deps: CallKindDeps): ActorKind<typeof callMachine> {
+  const { storage } = deps;
+  return {
+    kind: 'call',
+    machine: callMachine,
+    version: CALL_MACHINE_VERSION,
+    eventSchema: callEventSchema,
+    accountOf: (ctx) => ctx.accountId,
+    write(snap, w) {
+      const ctx = snap.context;
+      storage.calls.save(callRowOf(ctx, w.now), w.first ? deps.takeMediaToken(ctx.id) : null);
+      // The per-call prompt lives only while the call is queued or live.
+      if (snap.hasTag(CALL_TAGS.finished)) storage.callPrompts.erase(ctx.id);
+    },
+    effects: deps.effects,
+    afterCommit: {
+      releaseSlot: (snap) => deps.releaseSlot(snap.context.accountId, snap.context.id),
+      requestSlot: (snap) => deps.requestSlot(snap.context.accountId, snap.context.id),
+    },
+    migrate: migrateCallSnapshot,
+    // Calls that held a slot take it again first; queued calls then line up oldest first.
+    restoreOrder: (snap) => (snap.hasTag(CALL_TAGS.queued) ? 1e15 : 0) + snap.context.createdAt,
+    adopt(snap: CallSnapshot) {
+      const ctx = snap.context;
+      if (snap.hasTag(CALL_TAGS.holdsSlot)) deps.holdSlot(ctx.accountId, ctx.id);
+      else if (snap.hasTag(CALL_TAGS.queued)) deps.enqueue(ctx.accountId, ctx.id);
+    },
+    onRestore: (_snap, now) => [{ type: 'RESTORED', at: now }],
+    onCrash: (snap) => deps.crashed(snap.context),
+    settled: (snap, live) => deps.settled?.(snap, live),
+    abandon(p, accountId, actorId, now) {
+      const existing = storage.calls.getByInternalId(actorId);
+      if (!existing || existing.ended_at !== null) return;
+      storage.calls.save({
+        ...callRowOf({ ...(p.context as CallContext), accountId }, now),
+        callStatus: 'failed',
+        endedReason: 'failed',
+        endedAt: now,
+        durationMs: 0,
+        chargedMinutes: 0,
+      });
+      storage.callPrompts.erase(actorId);
+    },
+  };
+}
