@@ -91,6 +91,8 @@ export interface ActorKind<TMachine extends AnyStateMachine = AnyStateMachine> {
    * false once the actor reached its final state and was forgotten.
    */
   settled?(snapshot: SnapshotFrom<TMachine>, live: boolean): void;
+  /** An effect's outcome arrived after its actor was stopped (its account deleted): undo what it did outside. */
+  orphaned?(intent: Intent, outcome: { type: string }): void;
   /** The actor stopped without reaching its end (a defect in a transition): tidy up outside. */
   onCrash?(snapshot: SnapshotFrom<TMachine>, error: unknown): void;
   /** An actor that cannot be restored or migrated: record what can be said of it. */

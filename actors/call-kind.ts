@@ -90,6 +90,8 @@ export interface CallKindDeps {
   enqueue(accountId: string, id: string): void;
   /** The transition of a call threw: hang its carrier leg up and record it failed. */
   crashed(ctx: CallContext): void;
+  /** A dial's outcome that arrived after the call was stopped: a leg it placed is hung up. */
+  orphaned?(actorId: string, carrierCallId: string): void;
   /** After every committed step of a call (indexes, post-call work, forgetting). */
   settled?(snap: CallSnapshot, live: boolean): void;
 }
@@ -123,6 +125,10 @@ export function callKind(deps: CallKindDeps): ActorKind<typeof callMachine> {
     },
     onRestore: (_snap, now) => [{ type: 'RESTORED', at: now }],
     onCrash: (snap) => deps.crashed(snap.context),
+    orphaned(intent, outcome) {
+      const id = (outcome as { carrierCallId?: unknown }).carrierCallId;
+      if (typeof id === 'string') deps.orphaned?.(intent.actorId, id);
+    },
     settled: (snap, live) => deps.settled?.(snap, live),
     abandon(p, accountId, actorId, now) {
       const existing = storage.calls.getByInternalId(actorId);

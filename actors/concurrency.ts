@@ -21,6 +21,10 @@ export interface Concurrency {
   enqueue(accountId: string, callId: string): void;
   /** Frees the call's slot, or takes it out of the queue; then grants waiting calls. */
   release(accountId: string, callId: string): void;
+  /** A grant that was not taken (its commit failed): the call goes back to the front of the queue. */
+  requeue(accountId: string, callId: string): void;
+  /** Forgets an account's slots and queue without granting anything (the account is going). */
+  dropAccount(accountId: string): void;
   /** Grants waiting calls of every account while slots are free (after a limit change). */
   pumpAll(): void;
   held(accountId: string): number;
@@ -70,6 +74,8 @@ export function createConcurrency({ limitOf, grant, log }: ConcurrencyDeps): Con
       heldSet(accountId).add(callId);
     },
     enqueue(accountId, callId) {
+      // Granted meanwhile (its SLOT.GRANTED not yet taken): already holds, never queues too.
+      if (holding.get(accountId)?.has(callId)) return;
       const queue = waiting.get(accountId) ?? [];
       if (!queue.includes(callId)) queue.push(callId);
       waiting.set(accountId, queue);
@@ -83,6 +89,16 @@ export function createConcurrency({ limitOf, grant, log }: ConcurrencyDeps): Con
         if (i >= 0) queue.splice(i, 1);
       }
       pump(accountId);
+    },
+    requeue(accountId, callId) {
+      holding.get(accountId)?.delete(callId);
+      const queue = waiting.get(accountId) ?? [];
+      if (!queue.includes(callId)) queue.unshift(callId);
+      waiting.set(accountId, queue);
+    },
+    dropAccount(accountId) {
+      holding.delete(accountId);
+      waiting.delete(accountId);
     },
     pumpAll() {
       for (const accountId of [...waiting.keys()]) pump(accountId);

@@ -28,6 +28,8 @@ export interface SupervisorDeps {
   clock: () => number;
   log: Logger;
   inspection?: InspectionSink;
+  /** A transition set a deadline: the scheduler looks again now (it would within a second anyway). */
+  onDeadlinesChanged?: () => void;
   /** Redacts an event of a kind for the live view. */
   redact?: (kind: string, event: { type: string }) => RedactedEvent;
 }
@@ -57,7 +59,8 @@ export function createSupervisor(deps: SupervisorDeps) {
   const retryTimers = new Set<NodeJS.Timeout>();
   let inspectSeq = 0;
   // One-shot watchers of an actor's snapshots (e.g. the outbound route awaiting its dial's outcome).
-  const watchers = new Map<string, Set<(snap: AnyMachineSnapshot) => boolean>>();
+  // Called with null when the actor is gone without a final commit (crashed, forgotten, stopped).
+  const watchers = new Map<string, Set<(snap: AnyMachineSnapshot | null) => boolean>>();
 
   const redact = (kind: string, e: { type: string }): RedactedEvent => (deps.redact ? deps.redact(kind, e) : { type: e.type });
 
@@ -165,7 +168,7 @@ export function createSupervisor(deps: SupervisorDeps) {
     }
   }
 
-  function notify(id: string, snap: AnyMachineSnapshot): void {
+  function notify(id: string, snap: AnyMachineSnapshot | null): void {
     const set = watchers.get(id);
     if (!set) return;
     for (const w of [...set]) {
@@ -182,6 +185,7 @@ export function createSupervisor(deps: SupervisorDeps) {
 
   function settle(entry: Live, event: { type: string } | null, actions: { type: string; params?: unknown }[], intents: Intent[]): void {
     inspect(entry, event);
+    if (deps.onDeadlinesChanged && actions.some((a) => a.type === 'scheduleDeadline')) deps.onDeadlinesChanged();
     afterCommit(entry, actions);
     notify(entry.id, entry.snapshot);
     const active = entry.snapshot.status === 'active';
@@ -204,6 +208,7 @@ export function createSupervisor(deps: SupervisorDeps) {
   function crash(entry: Live, err: unknown): void {
     log.error({ err, actor_id: entry.id, kind: entry.kind.kind }, 'actor transition failed; the actor is stopped');
     live.delete(entry.id);
+    notify(entry.id, null);
     try {
       const snap = entry.snapshot;
       deps.inspection?.publish(entry.accountId, {
@@ -273,6 +278,12 @@ export function createSupervisor(deps: SupervisorDeps) {
         storage.intents.remove(intent.id);
       } catch {
         // removed with its actor, or left for the boot sweep
+      }
+      // The actor was stopped while its effect was out: the kind decides what to undo.
+      try {
+        entry.kind.orphaned?.(intent, outcome);
+      } catch (err) {
+        log.error({ err, actor_id: entry.id }, 'handling an orphaned outcome failed');
       }
     }
   }
@@ -397,6 +408,8 @@ export function createSupervisor(deps: SupervisorDeps) {
     deliverDeadline(row: { id: number; actor_id: string; actor_kind: string; event: string; due_at: number }, now: number): StepResult {
       const entry = live.get(row.actor_id);
       if (!entry) return 'not_live';
+      // Routed by kind and id: a deadline of another kind is never delivered here.
+      if (entry.kind.kind !== row.actor_kind) return 'invalid';
       let event: unknown;
       try {
         event = { ...(JSON.parse(row.event) as object), at: now };
@@ -410,7 +423,7 @@ export function createSupervisor(deps: SupervisorDeps) {
      * Calls `fn` with each committed snapshot of the actor until it returns true (also
      * at once with the current one). Returns false when the actor is not live.
      */
-    watch(id: string, fn: (snap: AnyMachineSnapshot) => boolean): boolean {
+    watch(id: string, fn: (snap: AnyMachineSnapshot | null) => boolean): boolean {
       const entry = live.get(id);
       if (!entry) return false;
       if (fn(entry.snapshot)) return true;
@@ -529,12 +542,14 @@ export function createSupervisor(deps: SupervisorDeps) {
         if (!entry) continue;
         live.delete(id);
         deps.inspection?.drop(entry.accountId, id);
+        notify(id, null);
       }
     },
 
     /** Stops every retry and forgets live actors (shutdown); persisted state stays as committed. */
     stop(): void {
       stopped = true;
+      for (const id of [...watchers.keys()]) notify(id, null);
       for (const t of retryTimers) clearTimeout(t);
       retryTimers.clear();
       live.clear();

@@ -42,6 +42,8 @@ export const newMediaToken = (): string => `mt_${randomBase62(40)}`;
 
 /** How long account deletion waits for each live call's hang-up at the carrier. */
 const ACCOUNT_HANGUP_TIMEOUT_MS = 5000;
+/** How long account deletion waits for dials in flight to settle before it hangs up. */
+const ACCOUNT_DIAL_WAIT_MS = 12_000;
 /** Queued calls are offered free slots at least this often (a raised plan limit applies within it). */
 const PUMP_INTERVAL_MS = 1000;
 
@@ -56,18 +58,44 @@ export function createCallSystem(deps: CallSystemDeps) {
   // Media events handed to actors, for /metrics: they change no call state the API shows.
   const mediaEvents = { dtmf: 0, started: 0, stopped: 0 };
 
-  const supervisor = createSupervisor({ storage, clock, log, ...(deps.inspection ? { inspection: deps.inspection } : {}), ...(deps.redact ? { redact: deps.redact } : {}) });
+  let scheduler: Scheduler | null = null;
+  const supervisor = createSupervisor({ storage, clock, log, onDeadlinesChanged: () => scheduler?.poke(), ...(deps.inspection ? { inspection: deps.inspection } : {}), ...(deps.redact ? { redact: deps.redact } : {}) });
+
+  // Accounts being deleted: nothing of theirs is granted a slot any more.
+  const stopping = new Set<string>();
+  // Carrier voices of calls stopped with their dial still out, to hang up a leg it placed.
+  const orphanVoices = new Map<string, ReturnType<CarrierVoices['voiceFor']>>();
 
   const concurrency: Concurrency = createConcurrency({
-    limitOf: (accountId) => storage.accounts.getAccount(accountId)?.concurrency_limit ?? 0,
+    limitOf: (accountId) => (stopping.has(accountId) ? 0 : (storage.accounts.getAccount(accountId)?.concurrency_limit ?? 0)),
     // Deferred: a slot frees inside another call's commit, and the grant must not run inside it.
-    // A call that does not take it (gone, or its commit failed) hands it straight back.
+    // A grant whose commit failed goes back to the front of the queue; one the call does not
+    // hold afterwards (gone, or no longer waiting) is handed straight back.
     grant: (accountId, id) =>
       queueMicrotask(() => {
-        if (send(id, { type: 'SLOT.GRANTED', at: clock() }) !== 'taken') concurrency.release(accountId, id);
+        const result = send(id, { type: 'SLOT.GRANTED', at: clock() });
+        if (result === 'commit_failed') concurrency.requeue(accountId, id);
+        else if (result !== 'taken' || !snapshotOf(id)?.hasTag(CALL_TAGS.holdsSlot)) concurrency.release(accountId, id);
       }),
     log,
   });
+
+  /** Hangs a leg up at the carrier, a few times if it must (best effort: its actor is gone). */
+  async function hangUpLeg(voice: ReturnType<CarrierVoices['voiceFor']>, carrierCallId: string, callId: string): Promise<boolean> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        await Promise.race([
+          voice.hangup(carrierCallId),
+          new Promise((_, reject) => setTimeout(() => reject(new Error('hang-up timed out')), ACCOUNT_HANGUP_TIMEOUT_MS).unref()),
+        ]);
+        return true;
+      } catch (err) {
+        log.warn({ err, call_id: callId, attempt }, 'hanging up the leg of a stopped call failed');
+        await new Promise((r) => setTimeout(r, 500 * (attempt + 1)).unref());
+      }
+    }
+    return false;
+  }
 
   const mediaTokenOf = (id: string): string => {
     let token = tokens.get(id) ?? storage.calls.getByInternalId(id)?.media_token ?? null;
@@ -82,12 +110,7 @@ export function createCallSystem(deps: CallSystemDeps) {
   function crashed(ctx: CallContext): void {
     concurrency.release(ctx.accountId, ctx.id);
     const number = storage.numbers.get(ctx.accountId, ctx.phoneNumber);
-    if (ctx.carrierCallId !== null && number) {
-      voices
-        .voiceFor(number)
-        .hangup(ctx.carrierCallId)
-        .catch((err: unknown) => log.error({ err, call_id: ctx.id }, 'hanging up a failed call actor’s leg failed'));
-    }
+    if (ctx.carrierCallId !== null && number) void hangUpLeg(voices.voiceFor(number), ctx.carrierCallId, ctx.id);
     try {
       const now = clock();
       storage.tx(() => {
@@ -131,6 +154,10 @@ export function createCallSystem(deps: CallSystemDeps) {
       holdSlot: (accountId, id) => concurrency.forceAcquire(accountId, id),
       enqueue: (accountId, id) => concurrency.enqueue(accountId, id),
       crashed,
+      orphaned: (id, carrierCallId) => {
+        const voice = orphanVoices.get(id);
+        if (voice) void hangUpLeg(voice, carrierCallId, id);
+      },
       settled: (snap, live) => {
         const ctx = snap.context;
         if (live) {
@@ -142,7 +169,7 @@ export function createCallSystem(deps: CallSystemDeps) {
     }),
   );
 
-  const scheduler: Scheduler = createScheduler({
+  scheduler = createScheduler({
     deadlines: storage.deadlines,
     clock,
     log,
@@ -186,7 +213,7 @@ export function createCallSystem(deps: CallSystemDeps) {
 
   const system = {
     concurrency,
-    scheduler,
+    scheduler: scheduler as Scheduler,
     voices,
     supervisor,
     /**
@@ -214,6 +241,10 @@ export function createCallSystem(deps: CallSystemDeps) {
     dialOutcome(id: string): Promise<DialOutcome> {
       return new Promise((resolve) => {
         const watching = supervisor.watch(id, (raw) => {
+          if (raw === null) {
+            resolve({ outcome: 'unknown', carrierError: { outcome: 'unknown', message: 'the call was stopped before its dial settled (its account was deleted, or it failed)' } });
+            return true;
+          }
           const snap = raw as CallSnapshot;
           const ctx = snap.context;
           if (ctx.dialOutcome === 'accepted' && ctx.carrierCallId !== null) resolve({ outcome: 'accepted', carrierCallId: ctx.carrierCallId });
@@ -271,29 +302,61 @@ export function createCallSystem(deps: CallSystemDeps) {
      * bounded by a timeout), its queue emptied and its actors stopped.
      */
     async stopAccount(accountId: string): Promise<{ hungUp: number; stopped: number }> {
-      const actors = supervisor.list({ accountId });
-      let hungUp = 0;
-      await Promise.all(
-        actors.map(async ({ id, snapshot }) => {
-          const ctx = snapshot.context as CallContext;
-          concurrency.release(accountId, id);
-          if (!snapshot.hasTag(CALL_TAGS.holdsSlot) || ctx.carrierCallId === null) return;
-          const number = storage.numbers.get(accountId, ctx.phoneNumber);
-          if (!number) return;
-          try {
-            await Promise.race([
-              voices.voiceFor(number).hangup(ctx.carrierCallId),
-              new Promise((_, reject) => setTimeout(() => reject(new Error('hang-up timed out')), ACCOUNT_HANGUP_TIMEOUT_MS).unref()),
-            ]);
-            hungUp++;
-          } catch (err) {
-            log.warn({ err, call_id: id }, 'hanging up a call of a deleted account failed');
-          }
-        }),
-      );
-      supervisor.forget(actors.map((a) => a.id));
-      for (const { id, snapshot } of actors) forgetIfDone(id, snapshot.context as CallContext);
-      return { hungUp, stopped: actors.length };
+      stopping.add(accountId);
+      const dialingIds: string[] = [];
+      try {
+        // Queued calls leave at once: with the account's limit at 0 none is granted a slot.
+        const queued = supervisor.list({ accountId }).filter((a) => a.snapshot.hasTag(CALL_TAGS.queued));
+        supervisor.forget(queued.map((a) => a.id));
+        // Dials in flight settle first (bounded), so that the legs they placed are known.
+        const dialing = supervisor.list({ accountId }).filter((a) => a.snapshot.hasTag(CALL_TAGS.dialing));
+        for (const { id, snapshot } of dialing) {
+          dialingIds.push(id);
+          const number = storage.numbers.get(accountId, (snapshot.context as CallContext).phoneNumber);
+          if (number) orphanVoices.set(id, voices.voiceFor(number));
+        }
+        await Promise.all(
+          dialing.map(
+            ({ id }) =>
+              new Promise<void>((done) => {
+                const timer = setTimeout(done, ACCOUNT_DIAL_WAIT_MS);
+                timer.unref();
+                const watching = supervisor.watch(id, (snap) => {
+                  if (snap !== null && snap.hasTag(CALL_TAGS.dialing)) return false;
+                  clearTimeout(timer);
+                  done();
+                  return true;
+                });
+                if (!watching) {
+                  clearTimeout(timer);
+                  done();
+                }
+              }),
+          ),
+        );
+        // Every leg still up is hung up, and every actor stopped (their rows go next).
+        const actors = supervisor.list({ accountId });
+        supervisor.forget(actors.map((a) => a.id));
+        concurrency.dropAccount(accountId);
+        let hungUp = 0;
+        await Promise.all(
+          actors.map(async ({ id, snapshot }) => {
+            const ctx = snapshot.context as CallContext;
+            forgetIfDone(id, ctx);
+            if (isFinished(snapshot as CallSnapshot) || ctx.carrierCallId === null) return;
+            const number = storage.numbers.get(accountId, ctx.phoneNumber);
+            if (number && (await hangUpLeg(voices.voiceFor(number), ctx.carrierCallId, id))) hungUp++;
+          }),
+        );
+        for (const { id, snapshot } of queued) forgetIfDone(id, snapshot.context as CallContext);
+        return { hungUp, stopped: actors.length + queued.length };
+      } finally {
+        // Voices of dials still out stay until those dials answer (their legs are hung up then).
+        setTimeout(() => {
+          stopping.delete(accountId);
+          for (const id of dialingIds) orphanVoices.delete(id);
+        }, 60_000).unref();
+      }
     },
     /** Boot: every unfinished call comes back (see supervisor.restore and call-kind.ts). */
     async restore() {
@@ -313,7 +376,7 @@ export function createCallSystem(deps: CallSystemDeps) {
     bindings,
     stop(): void {
       clearInterval(pump);
-      scheduler.stop();
+      scheduler?.stop();
       supervisor.stop();
     },
   };

@@ -124,7 +124,8 @@ export async function runOutboundBench(o: OutboundBenchOptions): Promise<void> {
   const sims: CarrierSims = await startCarrierSims();
   const dataDir = mkdtempSync(join(tmpdir(), 'switchboard-bench-outbound-'));
   const child = fork(fileURLToPath(new URL('./server.ts', import.meta.url)), [], {
-    execArgv: ['--import', 'tsx'],
+    // BENCH_SERVER_ARGS passes node flags to the server (e.g. `--cpu-prof`), as in media.ts.
+    execArgv: ['--import', 'tsx', ...(process.env['BENCH_SERVER_ARGS']?.split(/\s+/).filter(Boolean) ?? [])],
     env: { ...process.env, ...sims.env, DATA_DIR: dataDir, LOG_LEVEL: process.env['LOG_LEVEL'] ?? 'info' },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
@@ -171,6 +172,8 @@ export async function runOutboundBench(o: OutboundBenchOptions): Promise<void> {
     // At the moment each dial arrives (before the simulator answers it): what is committed?
     let dialsChecked = 0;
     const notDurable: string[] = [];
+    /** The stored answer's status as each dial arrived (the provisional 502 "unknown" until the dial settles). */
+    const answerAtDial = new Map<number, number>();
     const probe = (req: TwilioSimRequest): void => {
       dialsChecked++;
       const to = first(req.body.To) ?? '';
@@ -188,7 +191,9 @@ export async function runOutboundBench(o: OutboundBenchOptions): Promise<void> {
       }
       const s = sent.get(to);
       if (s) s.dialAt = performance.now();
-      if (!s || !q.answer.get(accountId, s.key)) missing.push('idempotent answer');
+      const answer = s ? q.answer.get(accountId, s.key) : undefined;
+      if (!answer) missing.push('idempotent answer');
+      else answerAtDial.set(answer.status, (answerAtDial.get(answer.status) ?? 0) + 1);
       if (missing.length > 0) notDurable.push(`${to}: ${missing.join(', ')}`);
     };
     // A fault that never applies: its predicate runs on every request before it is routed.
@@ -338,7 +343,7 @@ export async function runOutboundBench(o: OutboundBenchOptions): Promise<void> {
         `dial → 201: p50 ${fmt(percentile(afterDial, 50))} ms, p99 ${fmt(percentile(afterDial, 99))} ms`,
     );
     console.log(
-      `server CPU ${(serverCpu * 100).toFixed(0)}% of a core; this process (load, simulator, probe) ${(selfCpu * 100).toFixed(0)}%; ` +
+      `server CPU ${(serverCpu * 100).toFixed(0)}% of a core (${(rate / serverCpu).toFixed(0)} accepted calls per server CPU-second, webhooks of the calls included); this process (load, simulator, probe) ${(selfCpu * 100).toFixed(0)}%; ` +
         `machine ${(machineBusy * 100).toFixed(0)}% busy over ${cpus().length} CPUs (every process), load average ${loadavg()[0]!.toFixed(1)}`,
     );
     const errors = all.filter((s) => s.status !== 201);
@@ -349,6 +354,7 @@ export async function runOutboundBench(o: OutboundBenchOptions): Promise<void> {
     );
     console.log(
       `durable when the dial reached the carrier (call row, snapshot, dial intent marked sent, stored answer): ${dialsChecked - notDurable.length}/${dialsChecked}` +
+        ` (stored answers then: ${[...answerAtDial].map(([k, v]) => `${v} x ${k}`).join(', ') || 'none'})` +
         (notDurable.length ? `; not: ${notDurable.slice(0, 3).join('; ')}` : ''),
     );
     console.log(

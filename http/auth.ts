@@ -48,7 +48,12 @@ export function createAuthenticator(accounts: AccountsRepo) {
       const last = lastTouched.get(keyId) ?? 0;
       if (now - last >= TOUCH_EVERY_MS) {
         lastTouched.set(keyId, now);
-        accounts.touchKey(keyId, now);
+        // Bookkeeping only: a database that refuses writes for a moment must not refuse the request.
+        try {
+          accounts.touchKey(keyId, now);
+        } catch {
+          lastTouched.delete(keyId);
+        }
       }
       return { accountId: row.account_id, keyId };
     },

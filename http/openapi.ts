@@ -38,6 +38,8 @@ function commonErrors(r: RouteDef): ErrorCode[] {
   if (r.path.startsWith('/v1/') && r.auth !== 'none') codes.push('invalid_api_key', 'key_secret_required');
   if (r.method !== 'GET' && r.path.startsWith('/v1/')) codes.push(...MUTATION_ERRORS);
   if (r.body || r.query) codes.push('invalid_request', 'missing_field');
+  // Any body sent to a non-GET operation is read as JSON (content type, syntax, nesting depth).
+  if (r.method !== 'GET' && !r.rawBody) codes.push('invalid_json', 'invalid_content_type', 'invalid_request');
   return codes;
 }
 

@@ -204,6 +204,24 @@ export function startHttpServer(opts: HttpServerOptions): Promise<HttpServer> {
       deliver(res, aborted, head, x.complete(null), 0);
       return;
     }
+    if (BODYLESS.has(method)) {
+      // A GET, HEAD or OPTIONS body means nothing (RFC 9110 9.3.1): read past it, keep none of it.
+      let skipped = 0;
+      let answered = false;
+      res.onData((chunk, isLast) => {
+        if (answered) return;
+        skipped += chunk.byteLength;
+        if (isLast) {
+          answered = true;
+          deliver(res, aborted, head, x.complete(null), 0);
+        } else if (skipped > opts.lingerBytes) {
+          answered = true;
+          const out = x.reject(new ApiError('payload_too_large')).response!;
+          if (!aborted.v) res.cork(() => write(res, out, true, head));
+        }
+      });
+      return;
+    }
     // A declared body reserves its whole length before a byte is read; a chunked one
     // reserves as it arrives. The reservation is released once the answer is written.
     let reserved = framing.declared ?? 0;

@@ -46,7 +46,7 @@ export const callEventSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('CARRIER.RINGING'), at, carrierCallId: z.string().optional() }),
   z.object({ type: z.literal('CARRIER.ANSWERED'), at, carrierCallId: z.string().optional() }),
   /** Answering-machine detection result (carrier A AnsweredBy, carrier B machine.detection.ended). */
-  z.object({ type: z.literal('CARRIER.AMD'), at, result: z.enum(['human', 'machine', 'fax', 'unknown']) }),
+  z.object({ type: z.literal('CARRIER.AMD'), at, result: z.enum(['human', 'machine', 'fax', 'unknown']), carrierCallId: z.string().optional() }),
   /** The carrier says the call is over, with its final status. */
   z.object({
     type: z.literal('CARRIER.ENDED'),
@@ -56,6 +56,8 @@ export const callEventSchema = z.discriminatedUnion('type', [
     hangupSource: z.enum(['caller', 'callee', 'unknown']).optional(),
     /** The carrier's connected duration in seconds, when given. */
     durationSec: z.number().nonnegative().optional(),
+    /** The carrier's id of the call: it may end before the dial's own answer arrives. */
+    carrierCallId: z.string().optional(),
   }),
   /** The bidirectional media stream opened / closed. */
   z.object({ type: z.literal('MEDIA.STARTED'), at }),

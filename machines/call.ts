@@ -82,10 +82,12 @@ const requestHangup = (ctx: CallContext, reason: ServiceHangupReason, at: number
     ? {}
     : { hangupReason: reason, hangupRequestedAt: at, voicemailDetected: ctx.voicemailDetected || reason === 'voicemail_detected' };
 
+// An answer heard now means the media is (re)established: a restore's doubt is over.
 const answered = (ctx: CallContext, at: number, carrierCallId?: string): Partial<CallContext> => ({
   startedAt: ctx.startedAt ?? at,
   callStatus: 'in-progress',
   carrierCallId: ctx.carrierCallId ?? carrierCallId ?? null,
+  restored: false,
 });
 
 const isFinal = (status: string): status is FinalCallStatus => (FINAL_CALL_STATUSES as readonly string[]).includes(status);
@@ -145,7 +147,11 @@ export const callMachine = setup({
         event.type === 'HANGUP.REQUESTED' ? event.reason : event.type === 'CARRIER.AMD' ? 'voicemail_detected' : 'media_lost';
       return requestHangup(context, reason, event.at);
     }),
-    endByCarrier: assign(({ context, event }) => finalValues(context, carrierEnding(event as Ev<'CARRIER.ENDED'> | Ev<'RECONCILED'> | Ev<'DIAL.FOUND'>))),
+    endByCarrier: assign(({ context, event }) => ({
+      ...finalValues(context, carrierEnding(event as Ev<'CARRIER.ENDED'> | Ev<'RECONCILED'> | Ev<'DIAL.FOUND'>)),
+      // A carrier event may end a call whose dial's answer has not arrived: it names the call.
+      carrierCallId: context.carrierCallId ?? ('carrierCallId' in event && typeof event.carrierCallId === 'string' ? event.carrierCallId : null),
+    })),
     endByDialRejected: assign(({ context, event }) => {
       const e = event as Ev<'DIAL.REJECTED'>;
       return { ...finalValues(context, { by: 'dial-failed', at: e.at, carrierError: e.carrierError }), dialOutcome: 'rejected' as const };
@@ -276,7 +282,14 @@ export const callMachine = setup({
     // the give-up deadline ends the call saying the outcome is unknown.
     'dial-unknown': {
       tags: [CALL_TAGS.holdsSlot, CALL_TAGS.dialing],
-      entry: timer('give_up', LIVENESS.dialGiveUpMs),
+      // Counted from the dial, so a restart does not push the give-up back.
+      entry: {
+        type: 'scheduleDeadline',
+        params: ({ context }) => {
+          const dueAt = (context.dialedAt ?? context.createdAt) + LIVENESS.dialGiveUpMs;
+          return { name: 'give_up', dueAt, event: { type: 'TIMER', at: dueAt, name: 'give_up' } };
+        },
+      },
       exit: cancel('give_up'),
       initial: 'asking',
       states: {
@@ -298,6 +311,8 @@ export const callMachine = setup({
           { target: 'initiated', actions: 'markFound' },
         ],
         'DIAL.NOT_FOUND': { target: 'ended', actions: 'endNotPlaced' },
+        // The dial's own answer, late (its commit was retried past the stale deadline): the carrier's word wins.
+        'DIAL.REJECTED': { target: 'ended', actions: 'endByDialRejected' },
         // Ask again (and re-arm the give-up): the question may have died with the process.
         RESTORED: { target: 'dial-unknown', reenter: true },
         TIMER: { guard: ({ event }) => event.name === 'give_up', target: 'ended', actions: 'endGivenUp' },
@@ -337,7 +352,8 @@ export const callMachine = setup({
         ],
         'CARRIER.ENDED': { target: 'ended', actions: 'endByCarrier' },
         'HANGUP.REQUESTED': { target: 'hanging-up', actions: 'requestHangup' },
-        RESTORED: { actions: ['markRestored', 'checkCall'] },
+        // Re-entered: its deadline is re-armed (a snapshot from an older version may have none).
+        RESTORED: { target: 'initiated', reenter: true, actions: ['markRestored', 'checkCall'] },
         TIMER: { guard: ({ event }) => event.name === 'stale', target: 'initiated', reenter: true, actions: 'checkCall' },
         RECONCILED: [
           { guard: 'reconciledEnded', target: 'ended', actions: 'endByCarrier' },
@@ -363,7 +379,8 @@ export const callMachine = setup({
         ],
         'CARRIER.ENDED': { target: 'ended', actions: 'endByCarrier' },
         'HANGUP.REQUESTED': { target: 'hanging-up', actions: 'requestHangup' },
-        RESTORED: { actions: ['markRestored', 'checkCall'] },
+        // Re-entered: its deadline is re-armed (a snapshot from an older version may have none).
+        RESTORED: { target: 'ringing', reenter: true, actions: ['markRestored', 'checkCall'] },
         TIMER: { guard: ({ event }) => event.name === 'stale', target: 'ringing', reenter: true, actions: 'checkCall' },
         RECONCILED: [
           { guard: 'reconciledEnded', target: 'ended', actions: 'endByCarrier' },
@@ -401,7 +418,8 @@ export const callMachine = setup({
         'CARRIER.AMD': { guard: 'voicemailByAmd', target: 'hanging-up', actions: 'requestHangup' },
         'CARRIER.ENDED': { target: 'ended', actions: 'endByCarrier' },
         'HANGUP.REQUESTED': { target: 'hanging-up', actions: 'requestHangup' },
-        RESTORED: { actions: ['markRestored', 'checkCall'] },
+        // Re-entered: max_duration (from startedAt) and the check are re-armed.
+        RESTORED: { target: 'in-progress', reenter: true, actions: ['markRestored', 'checkCall'] },
         TIMER: { guard: ({ event }) => event.name === 'stale', actions: ['checkCall', cancel('stale'), timer('stale', LIVENESS.connectedCheckMs)] },
         RECONCILED: [
           { guard: 'reconciledEnded', target: 'ended', actions: 'endByCarrier' },

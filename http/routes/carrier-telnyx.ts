@@ -126,7 +126,8 @@ export function carrierTelnyxRoutes({ storage, config, clock, calls }: AppDeps) 
         if (hook.kind === 'ignored') return ok({ received: true });
         if (hook.kind === 'event') {
           // Not recorded (the database refused the commit): 500, so the carrier sends it again.
-          if (subject.callId !== null && calls.send(subject.callId, hook.event) === 'commit_failed') {
+          // The carrier's call id rides along: a call may end before its dial's answer names it.
+          if (subject.callId !== null && calls.send(subject.callId, { ...hook.event, carrierCallId: hook.carrierCallId }) === 'commit_failed') {
             throw new ApiError('server_error', 'The event could not be recorded; send it again.');
           }
           return ok({ received: true });

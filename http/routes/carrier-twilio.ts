@@ -71,7 +71,8 @@ export function carrierTwilioRoutes({ storage, config, clock, calls }: AppDeps) 
     }
     if (hook.kind === 'ignored') return xml(kind === 'voice' ? hangup() : EMPTY_TWIML);
     const id = hook.callId ?? calls.findByCarrierCallId(number.account_id, hook.carrierCallId);
-    const result = id === null ? 'not_live' : calls.send(id, hook.event);
+    // The carrier's call id rides along: a call may end before its dial's answer names it.
+    const result = id === null ? 'not_live' : calls.send(id, { ...hook.event, carrierCallId: hook.carrierCallId });
     // Not recorded (the database refused the commit): 500, so the carrier sends it again.
     if (result === 'commit_failed') throw new ApiError('server_error', 'The event could not be recorded; send it again.');
     const delivered = result === 'taken';

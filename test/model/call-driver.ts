@@ -18,7 +18,7 @@ import type { Storage } from '../../storage/index.ts';
 import type { PersistedActor } from '../../actors/actor-kind.ts';
 import { callKind } from '../../actors/call-kind.ts';
 import { callEventSchema, type CallEvent, type CallInput } from '../../machines/call-events.ts';
-import { CALL_MACHINE_VERSION, CALL_TAGS, callMachine, isFinished, type CallContext, type CallSnapshot, type DeadlineParams } from '../../machines/call.ts';
+import { CALL_MACHINE_VERSION, callMachine, isFinished, type CallContext, type CallSnapshot, type DeadlineParams } from '../../machines/call.ts';
 
 export const T0 = 1_700_000_000_000;
 
@@ -157,15 +157,12 @@ export class CallDriver {
   }
 
   /**
-   * A call whose stored snapshot (of any version) is brought back at boot, with the
-   * durable rows it had (deadlines; intents). The kind adopts it (slot); RESTORED is not
-   * delivered yet: call `restored(at)`.
+   * A call whose stored snapshot (of any version) is brought back at boot with no other
+   * durable row: the kind adopts it (slot); RESTORED is not delivered yet (`restored(at)`).
    */
-  static fromPersisted(p: PersistedActor, durable: { deadlines?: Record<string, ArmedDeadline>; intents?: Effect[] } = {}): CallDriver {
+  static fromPersisted(p: PersistedActor): CallDriver {
     const d = new CallDriver(null as unknown as CallSnapshot);
     d.snapshot = d.resolve(p);
-    for (const [name, armed] of Object.entries(durable.deadlines ?? {})) d.deadlines.set(name, armed);
-    for (const effect of durable.intents ?? []) d.intents.push({ seq: ++d.seq, effect, context: d.snapshot.context });
     d.kind.adopt?.(d.snapshot);
     return d;
   }
@@ -324,4 +321,3 @@ export class CallDriver {
   }
 }
 
-export { CALL_TAGS };

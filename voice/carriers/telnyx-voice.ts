@@ -234,6 +234,12 @@ export const HANGUP_CAUSES: Readonly<Record<string, FinalCallStatus>> = {
   originator_cancel: 'canceled',
 };
 
+/**
+ * A table's own entry for a carrier-supplied word: `HANGUP_CAUSES["constructor"]` would be
+ * Object itself, an event the call machine refuses, and the call's end would be lost.
+ */
+const ownValue = <T>(table: Readonly<Record<string, T>>, key: string): T | undefined => (Object.hasOwn(table, key) ? table[key] : undefined);
+
 const AMD_RESULTS: Readonly<Record<string, 'human' | 'machine' | 'fax' | 'unknown'>> = {
   human: 'human',
   machine: 'machine',
@@ -304,14 +310,14 @@ export function parseTelnyxWebhook(rawJson: string | Uint8Array, at: number): Ca
       return event({
         type: 'CARRIER.ENDED',
         at,
-        status: HANGUP_CAUSES[cause] ?? 'failed',
+        status: ownValue(HANGUP_CAUSES, cause) ?? 'failed',
         hangupSource: source === 'caller' || source === 'callee' ? source : 'unknown',
       });
     }
     default: {
       // call.machine.detection.ended and call.machine.premium.detection.ended
       const result = optionalString.parse(p.result) ?? '';
-      return event({ type: 'CARRIER.AMD', at, result: AMD_RESULTS[result] ?? 'unknown' });
+      return event({ type: 'CARRIER.AMD', at, result: ownValue(AMD_RESULTS, result) ?? 'unknown' });
     }
   }
 }
