@@ -145,11 +145,26 @@ export function callEffects(deps: CallEffectDeps): Record<string, EffectHandler<
       const row = numberOf(deps.numbers, ctx);
       if (!row) return { type: 'HANGUP.DONE', at: now() };
       markSent();
+      const voice = deps.voices.voiceFor(row);
       try {
-        await deps.voices.voiceFor(row).hangup(ctx.carrierCallId);
-        return { type: 'HANGUP.DONE', at: now() };
+        await voice.hangup(ctx.carrierCallId);
       } catch {
         return { type: 'CARRIER.UNREACHABLE', at: now() };
+      }
+      // The carrier's final word, when it can be had: the call may have ended on its own,
+      // or been answered, just before our hang-up; its own final callback may never reach
+      // a call that is already over here.
+      try {
+        const info = await voice.fetchCall(ctx.carrierCallId);
+        return {
+          type: 'HANGUP.DONE',
+          at: now(),
+          carrierStatus: info.status,
+          ...(info.endedAt !== undefined ? { endedAt: info.endedAt } : {}),
+          ...(info.durationSec !== undefined ? { durationSec: info.durationSec } : {}),
+        };
+      } catch {
+        return { type: 'HANGUP.DONE', at: now() };
       }
     },
     // Hanging up twice is harmless at both carriers.

@@ -4,10 +4,13 @@
 // call snapshot comes back.
 import type { Storage } from '../storage/index.ts';
 import type { CallWrite } from '../storage/calls.ts';
-import { CALL_MACHINE_VERSION, CALL_TAGS, callMachine, callRecordOf, type CallSnapshot } from '../machines/call.ts';
+import { CALL_TAGS, CALL_MACHINE_VERSION, callMachine, callRecordOf, type CallSnapshot } from '../machines/call.ts';
+import { migrateCallSnapshot } from '../machines/call-migrate.ts';
 import type { CallContext } from '../machines/call-outcome.ts';
 import { callEventSchema } from '../machines/call-events.ts';
 import type { ActorKind, EffectHandler, PersistedActor } from './actor-kind.ts';
+
+export { migrateCallSnapshot, placeCall } from '../machines/call-migrate.ts';
 
 /** The public call_id: the carrier's id, except for a call that waited for a slot or whose dial's answer was lost (contract.md §2). */
 export const publicIdOf = (ctx: CallContext): string =>
@@ -37,46 +40,6 @@ export function callRowOf(ctx: CallContext, now: number): CallWrite {
     createdAt: ctx.createdAt,
     updatedAt: now,
   };
-}
-
-const topState = (value: unknown): string =>
-  typeof value === 'string' ? value : value !== null && typeof value === 'object' ? (Object.keys(value)[0] ?? '') : '';
-
-const KNOWN_STATES = new Set(Object.keys(callMachine.config.states ?? {}));
-
-/**
- * Where a call stands when its snapshot names a state this machine lacks (or is of an
- * older version): decided from what its context proves, then the RESTORED event asks
- * the carrier wherever the carrier may know more.
- */
-export function placeCall(ctx: CallContext): unknown {
-  if (ctx.endedAt !== null) return 'post-call';
-  if (ctx.carrierCallId === null) return ctx.queued && ctx.dialedAt === null ? 'queued' : ctx.direction === 'inbound' ? { 'in-progress': 'listening' } : { 'dial-unknown': 'asking' };
-  if (ctx.hangupReason !== null) return 'hanging-up';
-  if (ctx.startedAt !== null) return { 'in-progress': 'listening' };
-  return ctx.callStatus === 'ringing' ? 'ringing' : 'initiated';
-}
-
-/** Version 1 (issue 4) → 2: new context fields; an invoked dial cut off by the restart is an unknown dial. */
-export function migrateCallSnapshot(p: PersistedActor): PersistedActor | null {
-  if (p.context === null || typeof p.context !== 'object') return null;
-  const old = p.context as Partial<CallContext>;
-  if (typeof old.id !== 'string' || typeof old.accountId !== 'string') return null;
-  const ctx: CallContext = {
-    ...(old as CallContext),
-    dialOutcome: old.dialOutcome ?? (old.carrierCallId ? 'accepted' : null),
-    restored: false,
-    hangupAttempts: old.hangupAttempts ?? 0,
-  };
-  const state = topState(p.value);
-  let value: unknown = p.value;
-  if (p.version === 1 && state === 'dialing') {
-    ctx.dialOutcome = 'unknown';
-    value = { 'dial-unknown': 'asking' };
-  } else if (!KNOWN_STATES.has(state) || p.version < 0) {
-    value = placeCall(ctx);
-  }
-  return { version: CALL_MACHINE_VERSION, value, context: ctx };
 }
 
 export interface CallKindDeps {

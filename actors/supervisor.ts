@@ -339,6 +339,11 @@ export function createSupervisor(deps: SupervisorDeps) {
     return 'taken';
   }
 
+  /** Delivers an event the runtime itself owes an actor (a restore), retrying a failed commit. */
+  function deliverUntilTaken(id: string, event: { type: string }, attempt: number): void {
+    if (step(id, event) === 'commit_failed') later(() => deliverUntilTaken(id, event, attempt + 1), EFFECT_RETRY_MS[Math.min(attempt, EFFECT_RETRY_MS.length - 1)]!);
+  }
+
   function resolvePersisted(kind: ActorKind, p: PersistedActor): AnyMachineSnapshot {
     return (kind.machine as AnyStateMachine).resolveState({ value: p.value as never, context: p.context as never });
   }
@@ -522,13 +527,16 @@ export function createSupervisor(deps: SupervisorDeps) {
         }
         inspect(entry, null);
       }
-      const pending = storage.intents.pending();
-      await Promise.all(pending.map((row) => resumeIntent(row).catch((err: unknown) => log.error({ err, intent: row.id }, 'resuming an intent failed'))));
+      // Restore events first (a call whose media died asks the carrier), then the effects
+      // that were pending: an unsent dial carried out now must not be taken for a call
+      // that was up before the restart.
       const now = clock();
       for (const entry of back) {
         if (live.get(entry.id) !== entry) continue;
-        for (const ev of entry.kind.onRestore?.(entry.snapshot, now) ?? []) step(entry.id, ev);
+        for (const ev of entry.kind.onRestore?.(entry.snapshot, now) ?? []) deliverUntilTaken(entry.id, ev, 0);
       }
+      const pending = storage.intents.pending();
+      await Promise.all(pending.map((row) => resumeIntent(row).catch((err: unknown) => log.error({ err, intent: row.id }, 'resuming an intent failed'))));
       return { restored, migrated, abandoned, intents: pending.length };
     },
 

@@ -162,8 +162,6 @@ export function createCallSystem(deps: CallSystemDeps) {
         const ctx = snap.context;
         if (live) {
           if (ctx.carrierCallId !== null) byCarrierId.set(ctx.carrierCallId, ctx.id);
-          // No post-call work exists yet (recording, analysis and webhooks come later): done at once.
-          if (isFinished(snap)) queueMicrotask(() => void send(ctx.id, { type: 'POSTCALL.DONE', at: clock() }));
         } else forgetIfDone(ctx.id, ctx);
       },
     }),

@@ -66,7 +66,14 @@ export const callEventSchema = z.discriminatedUnion('type', [
   /** The service decides to end the call (API cancel, engine, timers). The machine asks the carrier to hang up. */
   z.object({ type: z.literal('HANGUP.REQUESTED'), at, reason: z.enum(HANGUP_REASONS) }),
   /** The hang-up effect finished (the carrier confirmed, or the call was already gone). */
-  z.object({ type: z.literal('HANGUP.DONE'), at }),
+  z.object({
+    type: z.literal('HANGUP.DONE'),
+    at,
+    /** What the carrier says of the call once it is hung up, when it could be asked: its final word wins. */
+    carrierStatus: z.enum([...FINAL_CALL_STATUSES, 'active', 'unknown']).optional(),
+    endedAt: at.optional(),
+    durationSec: z.number().nonnegative().optional(),
+  }),
   /**
    * What the carrier says of a call we asked it about: after a restart (its media died
    * with the process: `active` means we hang up, media_lost) or because the call went

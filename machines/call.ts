@@ -93,10 +93,38 @@ const answered = (ctx: CallContext, at: number, carrierCallId?: string): Partial
 const isFinal = (status: string): status is FinalCallStatus => (FINAL_CALL_STATUSES as readonly string[]).includes(status);
 
 /** The carrier's own end of a call it reports finished: its end time when it gave one. */
-function carrierEnding(e: Ev<'CARRIER.ENDED'> | Ev<'RECONCILED'> | Ev<'DIAL.FOUND'>): Ending {
+function carrierEnding(e: Ev<'CARRIER.ENDED'> | Ev<'RECONCILED'> | Ev<'DIAL.FOUND'> | Ev<'HANGUP.DONE'>): Ending {
   if (e.type === 'CARRIER.ENDED') return { by: 'carrier', status: e.status, at: e.at, durationSec: e.durationSec };
   return { by: 'carrier', status: e.carrierStatus as FinalCallStatus, at: e.endedAt ?? e.at, durationSec: e.durationSec };
 }
+
+/**
+ * While the dial's outcome is open (dialing, or an unknown dial being reconciled): its
+ * answer may still come, and carrier webhooks may overtake it; a hang-up asked for now
+ * waits for the carrier id, so no dialed call is left behind. An AMD result means
+ * someone (or something) answered.
+ */
+const WHILE_DIAL_IS_OPEN = {
+  'DIAL.ACCEPTED': [
+    { guard: 'hangupPending', target: 'hanging-up', actions: 'acceptDial' },
+    { target: 'initiated', actions: 'acceptDial' },
+  ],
+  'CARRIER.RINGING': [
+    { guard: 'hangupPending', target: 'hanging-up', actions: 'recordCarrierId' },
+    { target: 'ringing', actions: 'markRinging' },
+  ],
+  'CARRIER.ANSWERED': [
+    { guard: 'hangupPending', target: 'hanging-up', actions: 'markAnswered' },
+    { target: 'in-progress', actions: 'markAnswered' },
+  ],
+  'CARRIER.AMD': [
+    { guard: 'voicemailByAmd', target: 'hanging-up', actions: ['markAnswered', 'requestHangup'] },
+    { guard: 'hangupPending', target: 'hanging-up', actions: 'markAnswered' },
+    { target: 'in-progress', actions: 'markAnswered' },
+  ],
+  'CARRIER.ENDED': { target: 'ended', actions: 'endByCarrier' },
+  'HANGUP.REQUESTED': { actions: 'requestHangup' },
+} as const;
 
 export const callMachine = setup({
   types: {
@@ -148,7 +176,7 @@ export const callMachine = setup({
       return requestHangup(context, reason, event.at);
     }),
     endByCarrier: assign(({ context, event }) => ({
-      ...finalValues(context, carrierEnding(event as Ev<'CARRIER.ENDED'> | Ev<'RECONCILED'> | Ev<'DIAL.FOUND'>)),
+      ...finalValues(context, carrierEnding(event as Ev<'CARRIER.ENDED'> | Ev<'RECONCILED'> | Ev<'DIAL.FOUND'> | Ev<'HANGUP.DONE'>)),
       // A carrier event may end a call whose dial's answer has not arrived: it names the call.
       carrierCallId: context.carrierCallId ?? ('carrierCallId' in event && typeof event.carrierCallId === 'string' ? event.carrierCallId : null),
     })),
@@ -193,7 +221,14 @@ export const callMachine = setup({
     /** AMD says machine and the agent asked the carrier to detect: we hang up as voicemail. */
     voicemailByAmd: ({ context, event }) => event.type === 'CARRIER.AMD' && event.result === 'machine' && context.amdEnabled,
     /** The carrier reports a final status (otherwise it still has the call up, or cannot tell). */
-    reconciledEnded: ({ event }) => (event.type === 'RECONCILED' || event.type === 'DIAL.FOUND') && isFinal(event.carrierStatus),
+    reconciledEnded: ({ event }) =>
+      (event.type === 'RECONCILED' || event.type === 'DIAL.FOUND' || event.type === 'HANGUP.DONE') && event.carrierStatus !== undefined && isFinal(event.carrierStatus),
+    /**
+     * Our hang-up is confirmed and the carrier names a final status for a call we never
+     * saw connect: it ended on its own, or was answered with the callback lost, just before.
+     */
+    carrierKnowsBetter: ({ context, event }) =>
+      event.type === 'HANGUP.DONE' && context.startedAt === null && event.carrierStatus !== undefined && isFinal(event.carrierStatus),
     /** After a restart the media is gone: a call the carrier still has up (or cannot place) is hung up. */
     restoredAndUp: ({ context, event }) =>
       event.type === 'RECONCILED' && context.restored && (event.carrierStatus === 'active' || event.carrierStatus === 'unknown'),
@@ -251,29 +286,10 @@ export const callMachine = setup({
       entry: ['dial', timer('stale', LIVENESS.dialMs)],
       exit: cancel('stale'),
       on: {
-        'DIAL.ACCEPTED': [
-          { guard: 'hangupPending', target: 'hanging-up', actions: 'acceptDial' },
-          { target: 'initiated', actions: 'acceptDial' },
-        ],
+        ...WHILE_DIAL_IS_OPEN,
         'DIAL.REJECTED': { target: 'ended', actions: 'endByDialRejected' },
         'DIAL.UNKNOWN': { target: 'dial-unknown', actions: 'markDialUnknown' },
         TIMER: { guard: ({ event }) => event.name === 'stale', target: 'dial-unknown', actions: 'markDialUnknown' },
-        'CARRIER.RINGING': [
-          { guard: 'hangupPending', target: 'hanging-up', actions: 'recordCarrierId' },
-          { target: 'ringing', actions: 'markRinging' },
-        ],
-        'CARRIER.ANSWERED': [
-          { guard: 'hangupPending', target: 'hanging-up', actions: 'markAnswered' },
-          { target: 'in-progress', actions: 'markAnswered' },
-        ],
-        // An AMD result means someone (or something) answered.
-        'CARRIER.AMD': [
-          { guard: 'voicemailByAmd', target: 'hanging-up', actions: ['markAnswered', 'requestHangup'] },
-          { guard: 'hangupPending', target: 'hanging-up', actions: 'markAnswered' },
-          { target: 'in-progress', actions: 'markAnswered' },
-        ],
-        'CARRIER.ENDED': { target: 'ended', actions: 'endByCarrier' },
-        'HANGUP.REQUESTED': { actions: 'requestHangup' },
       },
     },
 
@@ -316,32 +332,14 @@ export const callMachine = setup({
         // Ask again (and re-arm the give-up): the question may have died with the process.
         RESTORED: { target: 'dial-unknown', reenter: true },
         TIMER: { guard: ({ event }) => event.name === 'give_up', target: 'ended', actions: 'endGivenUp' },
-        'DIAL.ACCEPTED': [
-          { guard: 'hangupPending', target: 'hanging-up', actions: 'acceptDial' },
-          { target: 'initiated', actions: 'acceptDial' },
-        ],
-        'CARRIER.RINGING': [
-          { guard: 'hangupPending', target: 'hanging-up', actions: 'recordCarrierId' },
-          { target: 'ringing', actions: 'markRinging' },
-        ],
-        'CARRIER.ANSWERED': [
-          { guard: 'hangupPending', target: 'hanging-up', actions: 'markAnswered' },
-          { target: 'in-progress', actions: 'markAnswered' },
-        ],
-        'CARRIER.AMD': [
-          { guard: 'voicemailByAmd', target: 'hanging-up', actions: ['markAnswered', 'requestHangup'] },
-          { guard: 'hangupPending', target: 'hanging-up', actions: 'markAnswered' },
-          { target: 'in-progress', actions: 'markAnswered' },
-        ],
-        'CARRIER.ENDED': { target: 'ended', actions: 'endByCarrier' },
-        'HANGUP.REQUESTED': { actions: 'requestHangup' },
+        ...WHILE_DIAL_IS_OPEN,
       },
     },
 
     initiated: {
       tags: [CALL_TAGS.holdsSlot],
       entry: timer('stale', LIVENESS.ringMs),
-      exit: cancel('stale'),
+      exit: [cancel('stale'), cancel('retry')],
       on: {
         'DIAL.ACCEPTED': { actions: 'recordCarrierId' },
         'CARRIER.RINGING': { target: 'ringing', actions: 'markRinging' },
@@ -354,7 +352,12 @@ export const callMachine = setup({
         'HANGUP.REQUESTED': { target: 'hanging-up', actions: 'requestHangup' },
         // Re-entered: its deadline is re-armed (a snapshot from an older version may have none).
         RESTORED: { target: 'initiated', reenter: true, actions: ['markRestored', 'checkCall'] },
-        TIMER: { guard: ({ event }) => event.name === 'stale', target: 'initiated', reenter: true, actions: 'checkCall' },
+        TIMER: [
+          { guard: ({ event }) => event.name === 'stale', target: 'initiated', reenter: true, actions: 'checkCall' },
+          { guard: ({ event }) => event.name === 'retry', actions: 'checkCall' },
+        ],
+        // The carrier could not be asked: ask again soon (the stale deadline stays as it was).
+        'CARRIER.UNREACHABLE': { actions: timer('retry', LIVENESS.retryMs) },
         RECONCILED: [
           { guard: 'reconciledEnded', target: 'ended', actions: 'endByCarrier' },
           { guard: 'goneAt', target: 'ended', actions: 'endGone' },
@@ -368,7 +371,7 @@ export const callMachine = setup({
     ringing: {
       tags: [CALL_TAGS.holdsSlot],
       entry: timer('stale', LIVENESS.ringMs),
-      exit: cancel('stale'),
+      exit: [cancel('stale'), cancel('retry')],
       on: {
         'DIAL.ACCEPTED': { actions: 'recordCarrierId' },
         'CARRIER.RINGING': { actions: 'recordCarrierId' },
@@ -381,7 +384,12 @@ export const callMachine = setup({
         'HANGUP.REQUESTED': { target: 'hanging-up', actions: 'requestHangup' },
         // Re-entered: its deadline is re-armed (a snapshot from an older version may have none).
         RESTORED: { target: 'ringing', reenter: true, actions: ['markRestored', 'checkCall'] },
-        TIMER: { guard: ({ event }) => event.name === 'stale', target: 'ringing', reenter: true, actions: 'checkCall' },
+        TIMER: [
+          { guard: ({ event }) => event.name === 'stale', target: 'ringing', reenter: true, actions: 'checkCall' },
+          { guard: ({ event }) => event.name === 'retry', actions: 'checkCall' },
+        ],
+        // The carrier could not be asked: ask again soon (the stale deadline stays as it was).
+        'CARRIER.UNREACHABLE': { actions: timer('retry', LIVENESS.retryMs) },
         RECONCILED: [
           { guard: 'reconciledEnded', target: 'ended', actions: 'endByCarrier' },
           { guard: 'goneAt', target: 'ended', actions: 'endGone' },
@@ -408,7 +416,7 @@ export const callMachine = setup({
         },
         timer('stale', LIVENESS.connectedCheckMs),
       ],
-      exit: [cancel(MAX_DURATION_DEADLINE), cancel('stale')],
+      exit: [cancel(MAX_DURATION_DEADLINE), cancel('stale'), cancel('retry')],
       initial: 'listening',
       states: {
         listening: {},
@@ -420,7 +428,12 @@ export const callMachine = setup({
         'HANGUP.REQUESTED': { target: 'hanging-up', actions: 'requestHangup' },
         // Re-entered: max_duration (from startedAt) and the check are re-armed.
         RESTORED: { target: 'in-progress', reenter: true, actions: ['markRestored', 'checkCall'] },
-        TIMER: { guard: ({ event }) => event.name === 'stale', actions: ['checkCall', cancel('stale'), timer('stale', LIVENESS.connectedCheckMs)] },
+        TIMER: [
+          { guard: ({ event }) => event.name === 'stale', actions: ['checkCall', cancel('stale'), timer('stale', LIVENESS.connectedCheckMs)] },
+          { guard: ({ event }) => event.name === 'retry', actions: 'checkCall' },
+        ],
+        // The carrier could not be asked: ask again soon (the stale deadline stays as it was).
+        'CARRIER.UNREACHABLE': { actions: timer('retry', LIVENESS.retryMs) },
         RECONCILED: [
           { guard: 'reconciledEnded', target: 'ended', actions: 'endByCarrier' },
           { guard: 'goneAt', target: 'ended', actions: 'endGone' },
@@ -444,7 +457,12 @@ export const callMachine = setup({
         'CARRIER.ANSWERED': { actions: 'markAnswered' },
         'CARRIER.AMD': { actions: 'markAnswered' },
         'CARRIER.ENDED': { target: 'ended', actions: 'endByCarrier' },
-        'HANGUP.DONE': { target: 'ended', actions: 'endByHangupDone' },
+        // The carrier's final word, when the hang-up could ask for it, wins over ours: the
+        // call may have ended on its own, or been answered, just before.
+        'HANGUP.DONE': [
+          { guard: 'carrierKnowsBetter', target: 'ended', actions: 'endByCarrier' },
+          { target: 'ended', actions: 'endByHangupDone' },
+        ],
         // Hanging up again is harmless; it re-arms the deadline an older snapshot may lack.
         RESTORED: { target: 'hanging-up', reenter: true },
         TIMER: [
@@ -463,11 +481,18 @@ export const callMachine = setup({
       always: 'post-call',
     },
 
+    // Post-call work (recording, analysis, webhooks) comes with later issues. Until then
+    // a durable deadline due at once finishes the call, so neither a crash nor a failed
+    // commit between the ending and this step can leave it here.
     'post-call': {
       tags: [CALL_TAGS.finished],
+      entry: timer('stale', 0),
+      exit: cancel('stale'),
       on: {
         'DIAL.ACCEPTED': { actions: 'recordCarrierId' },
         'POSTCALL.DONE': 'done',
+        TIMER: { guard: ({ event }) => event.name === 'stale', target: 'done' },
+        RESTORED: { target: 'post-call', reenter: true },
       },
     },
 
@@ -476,6 +501,14 @@ export const callMachine = setup({
 });
 
 export type CallSnapshot = SnapshotFrom<typeof callMachine>;
+
+/** The top-level states a live call can be in, for gauges that count calls per phase. */
+export const CALL_PHASES = ['queued', 'dialing', 'dial-unknown', 'initiated', 'ringing', 'in-progress', 'hanging-up', 'post-call'] as const;
+
+/** A snapshot's top-level state (the phase), whatever child state it is in. */
+export function phaseOf(value: unknown): string {
+  return typeof value === 'string' ? value : value !== null && typeof value === 'object' ? (Object.keys(value)[0] ?? '') : '';
+}
 
 /** True once the call has its final status and ended_reason (post-call work may still run). */
 export function isFinished(snapshot: { hasTag(tag: string): boolean }): boolean {

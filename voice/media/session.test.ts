@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { CallEvent } from '../../machines/call-events.ts';
 import type { ConversationEngine, EngineCall, EngineFactory, MediaOutput } from '../engine/engine.ts';
 import type { MediaBinding, MediaBindings, MediaProvider } from './bindings.ts';
-import { createMediaSession, DEFAULT_MAX_BUFFERED_BYTES, MAX_MESSAGES_BEFORE_START, type MediaCounters, type MediaSession } from './session.ts';
+import { CLAIM_RETRY_MS, createMediaSession, DEFAULT_MAX_BUFFERED_BYTES, MAX_MESSAGES_BEFORE_START, type MediaCounters, type MediaSession } from './session.ts';
 
 const NOW = 1_750_000_000_000;
 const b64 = (bytes: Uint8Array): string => Buffer.from(bytes).toString('base64');
@@ -364,5 +364,50 @@ describe('carrier B (telnyx) media session', () => {
     expect(errors).toEqual([{ type: 'error', code: 100003, title: 'malformed_frame', detail: 'bad' }]);
     expect(session.state).toBe('streaming');
     expect(events).toEqual([{ type: 'MEDIA.STARTED', at: NOW }]);
+  });
+});
+
+describe('a claim the database could not record (issue 7, found by the crash test)', () => {
+  function flaky(failures: number) {
+    let now = NOW;
+    const events: CallEvent[] = [];
+    let attempts = 0;
+    const bindings: MediaBindings = {
+      claim() {
+        attempts++;
+        if (attempts <= failures) throw new Error('SQLITE_BUSY: database is locked');
+        return { callId: 'call_1', accountId: 'acct_1', direction: 'inbound', agentId: 'agent_1', deliver: (e) => events.push(e) };
+      },
+    };
+    const closes: number[] = [];
+    const session = createMediaSession({
+      provider: 'twilio',
+      transport: { send: () => true, bufferedAmount: () => 0, close: (code) => closes.push(code) },
+      bindings,
+      engine: () => ({ onAudio() {}, onDtmf() {}, close() {} }),
+      clock: () => now,
+    });
+    return { session, events, closes, attempts: () => attempts, advance: (ms: number) => (now += ms) };
+  }
+
+  it('is tried again on the carrier’s next messages, and the stream goes on', () => {
+    const f = flaky(3);
+    f.session.handle(twilio.connected());
+    f.session.handle(twilio.start({ token: 'tok-1' }));
+    for (let i = 0; i < 5; i++) {
+      f.advance(20);
+      f.session.handle(twilio.media(i, frameBytes(i)));
+    }
+    expect(f.attempts()).toBe(4);
+    expect(f.session.state).toBe('streaming');
+    expect(f.events.map((e) => e.type)).toEqual(['MEDIA.STARTED']);
+    expect(f.closes).toEqual([]);
+  });
+
+  it('gives the stream up (an error for the socket’s owner) once it kept failing past the retry window', () => {
+    const f = flaky(Number.POSITIVE_INFINITY);
+    f.session.handle(twilio.start({ token: 'tok-1' }));
+    f.advance(CLAIM_RETRY_MS + 1);
+    expect(() => f.session.handle(twilio.media(0, frameBytes(0)))).toThrow(/SQLITE_BUSY/);
   });
 });

@@ -80,6 +80,8 @@ export type MediaSessionState = 'waiting' | 'streaming' | 'stopped' | 'rejected'
 export const DEFAULT_MAX_BUFFERED_BYTES = 64 * 1024;
 /** Carrier B reorder window, in 20 ms frames: adds at most 80 ms when a frame is missing. */
 export const REORDER_WINDOW = 5;
+/** How long a `start` whose claim could not be recorded (a database refusing writes for a moment) is tried again. */
+export const CLAIM_RETRY_MS = 2000;
 /** Messages a socket may send before `start` (carriers send `connected`, then `start`). */
 export const MAX_MESSAGES_BEFORE_START = 16;
 
@@ -102,6 +104,9 @@ export function createMediaSession(opts: MediaSessionOptions): MediaSession {
   let binding: MediaBinding | null = null;
   let engine: ConversationEngine | null = null;
   let streamId = '';
+  // A `start` whose claim failed to commit, tried again on the carrier's next messages.
+  let pendingStart: StartFrame | null = null;
+  let claimUntil = 0;
   let early = 0;
   let framesIn = 0;
   let framesOut = 0;
@@ -149,7 +154,21 @@ export function createMediaSession(opts: MediaSessionOptions): MediaSession {
 
   function start(frame: StartFrame): void {
     const token = opts.token ?? frame.customParameters['token'];
-    binding = token ? opts.bindings.claim(opts.provider, token, clock()) : null;
+    try {
+      binding = token ? opts.bindings.claim(opts.provider, token, clock()) : null;
+    } catch (err) {
+      // The claim could not be recorded: the carrier keeps sending (50 messages a second),
+      // so claim again on its next messages for a short while before giving the stream up.
+      if (pendingStart === null) {
+        pendingStart = frame;
+        claimUntil = clock() + CLAIM_RETRY_MS;
+      } else if (clock() > claimUntil) {
+        pendingStart = null;
+        throw err;
+      }
+      return;
+    }
+    pendingStart = null;
     if (!binding) {
       state = 'rejected';
       transport.close(CLOSE_POLICY, 'unknown or used media token');
@@ -189,6 +208,11 @@ export function createMediaSession(opts: MediaSessionOptions): MediaSession {
   return {
     handle(text) {
       const frame = codec.decode(text);
+      if (pendingStart !== null && state === 'waiting') {
+        start(pendingStart);
+        // start() may have moved the session on (TypeScript cannot see it through the call).
+        if ((state as MediaSessionState) !== 'streaming') return;
+      }
       switch (frame.type) {
         case 'audio':
           if (state !== 'streaming') {
