@@ -60,7 +60,8 @@ export function callRoutes(deps: AppDeps) {
       tag: 'Calls',
       responses: {
         200: {
-          description: 'The full call record. The id may also be the carrier call id of a call that kept its `call_…` id after waiting for a slot.',
+          description: 'The full call record. The id may also be the carrier call id of a call that kept its `call_…` id after waiting for a slot, ' +
+            'or the `call_…` id a 502 `outbound_failed` named in `details.call_id` (whatever the call\'s public id became).',
           schema: callRecord,
         },
       },
