@@ -48,6 +48,14 @@ function errorJson(err: unknown): Record<string, unknown> {
   return out;
 }
 
+/** The carrier's own end time and connected seconds, when it gave them (for billing). */
+function carrierTimes(info: { endedAt?: number; durationSec?: number }): { endedAt?: number; durationSec?: number } {
+  return {
+    ...(info.endedAt !== undefined ? { endedAt: info.endedAt } : {}),
+    ...(info.durationSec !== undefined ? { durationSec: info.durationSec } : {}),
+  };
+}
+
 function numberOf(numbers: PhoneNumbersRepo, ctx: CallContext): PhoneNumberRow | null {
   return numbers.get(ctx.accountId, ctx.phoneNumber) ?? null;
 }
@@ -110,8 +118,7 @@ export function callEffects(deps: CallEffectDeps): Record<string, EffectHandler<
           at: now(),
           carrierCallId: found.carrierCallId,
           carrierStatus: found.status,
-          ...(found.endedAt !== undefined ? { endedAt: found.endedAt } : {}),
-          ...(found.durationSec !== undefined ? { durationSec: found.durationSec } : {}),
+          ...carrierTimes(found),
         };
       } catch {
         return { type: 'CARRIER.UNREACHABLE', at: now() };
@@ -129,8 +136,7 @@ export function callEffects(deps: CallEffectDeps): Record<string, EffectHandler<
           type: 'RECONCILED',
           at: now(),
           carrierStatus: info.status,
-          ...(info.endedAt !== undefined ? { endedAt: info.endedAt } : {}),
-          ...(info.durationSec !== undefined ? { durationSec: info.durationSec } : {}),
+          ...carrierTimes(info),
         };
       } catch {
         return { type: 'CARRIER.UNREACHABLE', at: now() };
@@ -160,8 +166,7 @@ export function callEffects(deps: CallEffectDeps): Record<string, EffectHandler<
           type: 'HANGUP.DONE',
           at: now(),
           carrierStatus: info.status,
-          ...(info.endedAt !== undefined ? { endedAt: info.endedAt } : {}),
-          ...(info.durationSec !== undefined ? { durationSec: info.durationSec } : {}),
+          ...carrierTimes(info),
         };
       } catch {
         return { type: 'HANGUP.DONE', at: now() };

@@ -44,6 +44,8 @@ export function callRowOf(ctx: CallContext, now: number): CallWrite {
 
 export interface CallKindDeps {
   storage: Storage;
+  /** The call's record was erased (DELETE /v1/calls): its last transitions write no row. */
+  isErased?(id: string): boolean;
   effects: Record<string, EffectHandler<CallContext>>;
   /** The media token for a call's first row write (held by the facade until then). */
   takeMediaToken(id: string): string | null;
@@ -69,7 +71,7 @@ export function callKind(deps: CallKindDeps): ActorKind<typeof callMachine> {
     accountOf: (ctx) => ctx.accountId,
     write(snap, w) {
       const ctx = snap.context;
-      storage.calls.save(callRowOf(ctx, w.now), w.first ? deps.takeMediaToken(ctx.id) : null);
+      if (!deps.isErased?.(ctx.id)) storage.calls.save(callRowOf(ctx, w.now), w.first ? deps.takeMediaToken(ctx.id) : null);
       // The per-call prompt lives only while the call is queued or live.
       if (snap.hasTag(CALL_TAGS.finished)) storage.callPrompts.erase(ctx.id);
     },

@@ -130,11 +130,8 @@ export function createCallSystem(deps: CallSystemDeps) {
 
   supervisor.register(
     callKind({
-      storage: {
-        ...storage,
-        // An erased call's row is not brought back by its last transitions.
-        calls: { ...storage.calls, save: (w, token) => (discarded.has(w.internalId) ? undefined : storage.calls.save(w, token)) },
-      } as Storage,
+      storage,
+      isErased: (id) => discarded.has(id),
       effects: callEffects({
         numbers: storage.numbers,
         voices,

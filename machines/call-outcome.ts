@@ -109,25 +109,3 @@ export function callRecordOf(ctx: CallContext): CallRecordFields {
     voicemail_detected: ctx.voicemailDetected,
   };
 }
-
-/** A thrown dial failure as plain JSON (an Error's name and message are not enumerable). */
-export function errorToJson(err: unknown): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
-  if (err instanceof Error) {
-    out.name = err.name;
-    out.message = err.message;
-  }
-  if (err !== null && typeof err === 'object') {
-    for (const [k, v] of Object.entries(err)) {
-      try {
-        const json = JSON.stringify(v);
-        if (json !== undefined) out[k] = JSON.parse(json);
-      } catch {
-        // cyclic or otherwise unserialisable: not worth keeping in a snapshot
-      }
-    }
-  } else {
-    out.message = String(err);
-  }
-  return out;
-}
