@@ -24,6 +24,18 @@ const envSchema = z.object({
   LLM_BASE_URL: z.url().default('https://api.openai.com/v1'),
   LLM_API_KEY: z.string().optional(),
   LLM_MODEL: z.string().default('gpt-4o-mini'),
+  STT_PROVIDER: z.enum(['deepgram']).default('deepgram'),
+  DEEPGRAM_API_KEY: z.string().optional(),
+  DEEPGRAM_BASE_URL: z.url().default('wss://api.deepgram.com'),
+  DEEPGRAM_MODEL: z.string().default('nova-3'),
+  TTS_PROVIDER: z.enum(['openai', 'cartesia']).default('openai'),
+  TTS_BASE_URL: z.url().default('https://api.openai.com/v1'),
+  TTS_API_KEY: z.string().optional(),
+  TTS_MODEL: z.string().default('gpt-4o-mini-tts'),
+  CARTESIA_API_KEY: z.string().optional(),
+  CARTESIA_BASE_URL: z.url().default('wss://api.cartesia.ai'),
+  // sonic-3 and later honour a numeric speed (speaking_rate); older models only slow/fast.
+  CARTESIA_MODEL: z.string().default('sonic-3'),
   SECRETS_KEY: z
     .string()
     .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (32 bytes)')
@@ -45,7 +57,7 @@ const envSchema = z.object({
   // How long a write waits for a lock held by another connection (Litestream, a backup,
   // the admin command) before it fails; a failed commit changes nothing and is retried.
   SQLITE_BUSY_TIMEOUT_MS: int(0, 600_000).default(5000),
-  MEDIA_ENGINE: z.enum(MEDIA_ENGINES).default('listen'),
+  MEDIA_ENGINE: z.enum(MEDIA_ENGINES).default('agent'),
 });
 
 export type Env = z.input<typeof envSchema>;
@@ -59,6 +71,10 @@ export interface Config {
   twilioApiBase: string;
   telnyxApiBase: string;
   llm: { baseUrl: string; apiKey: string | undefined; model: string };
+  stt: { provider: 'deepgram'; apiKey: string | undefined; baseUrl: string; model: string };
+  tts:
+    | { provider: 'openai'; baseUrl: string; apiKey: string | undefined; model: string }
+    | { provider: 'cartesia'; baseUrl: string; apiKey: string | undefined; model: string };
   secretsKeyHex: string | undefined;
   allowPrivateNetworkTargets: boolean;
   schedulerIntervalMs: number;
@@ -69,7 +85,7 @@ export interface Config {
   trustProxy: boolean;
   shutdownGraceMs: number;
   sqliteBusyTimeoutMs: number;
-  /** What talks on a call's media stream: `listen` (silent) or `echo` (line test). */
+  /** What talks on a call's media stream: `agent` (the conversation), `listen` (silent) or `echo` (line test). */
   mediaEngine: MediaEngineName;
 }
 
@@ -100,7 +116,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: e.LOG_LEVEL,
     twilioApiBase: e.TWILIO_API_BASE.replace(/\/+$/, ''),
     telnyxApiBase: e.TELNYX_API_BASE.replace(/\/+$/, ''),
-    llm: { baseUrl: e.LLM_BASE_URL, apiKey: e.LLM_API_KEY, model: e.LLM_MODEL },
+    llm: { baseUrl: e.LLM_BASE_URL.replace(/\/+$/, ''), apiKey: e.LLM_API_KEY, model: e.LLM_MODEL },
+    stt: { provider: e.STT_PROVIDER, apiKey: e.DEEPGRAM_API_KEY, baseUrl: e.DEEPGRAM_BASE_URL.replace(/\/+$/, ''), model: e.DEEPGRAM_MODEL },
+    tts:
+      e.TTS_PROVIDER === 'cartesia'
+        ? { provider: 'cartesia', baseUrl: e.CARTESIA_BASE_URL.replace(/\/+$/, ''), apiKey: e.CARTESIA_API_KEY, model: e.CARTESIA_MODEL }
+        : { provider: 'openai', baseUrl: e.TTS_BASE_URL.replace(/\/+$/, ''), apiKey: e.TTS_API_KEY ?? e.LLM_API_KEY, model: e.TTS_MODEL },
     secretsKeyHex: e.SECRETS_KEY,
     allowPrivateNetworkTargets: e.ALLOW_PRIVATE_NETWORK_TARGETS,
     schedulerIntervalMs: e.SCHEDULER_INTERVAL_MS,

@@ -16,6 +16,8 @@ import { registerMediaSockets, type MediaSocketDeps, type MediaSockets } from '.
 import { registerDebugSockets, type DebugSocketDeps, type DebugSockets } from './http/debug-ws.ts';
 import type { MediaBindings } from './voice/media/bindings.ts';
 import { selectEngine } from './voice/engine/engine.ts';
+import { createProviders } from './actors/providers.ts';
+import { startConversationRuntime, type ConversationRuntime } from './actors/conversation-runtime.ts';
 import type { AppDeps } from './http/deps.ts';
 import { createCallSystem } from './actors/system.ts';
 import { createInspectionHub, redactEvent, type InspectionHub } from './actors/inspection-hub.ts';
@@ -92,7 +94,17 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
   // Actors come back before the first request can reach them; the carrier is asked about
   // calls that were up while the server starts listening, and readiness waits for it.
   const restoring = calls.restore();
-  const deps: AppDeps = { config, storage, metrics, clock, calls, inspection, isReady: () => ready };
+  // The conversation's providers: without credentials the service still starts, says so
+  // once here and in GET /readyz, and ends calls it cannot serve (provider_not_configured).
+  const providers = createProviders(config);
+  let conversation: ConversationRuntime | null = null;
+  if (config.mediaEngine === 'agent') {
+    if (providers.missing.length > 0) {
+      log.warn({ missing: providers.missing }, 'conversation providers not configured: calls will end at once with provider_not_configured');
+    }
+    conversation = await startConversationRuntime({ providers: providers.providers, storage, contextOf: calls.contextOf, config, clock, metrics, log });
+  }
+  const deps: AppDeps = { config, storage, metrics, clock, calls, inspection, providers: providers.status, isReady: () => ready };
   const routes = allRoutes(deps);
   let media: MediaSockets | null = null;
   let debug: DebugSockets | null = null;
@@ -121,7 +133,7 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
     websockets: (app) => {
       media = registerMediaSockets(app, {
         bindings: opts.mediaBindings ?? calls.bindings,
-        engine: selectEngine(config.mediaEngine),
+        engine: selectEngine(config.mediaEngine, () => conversation!.engine),
         clock,
         metrics,
         log,
@@ -169,6 +181,7 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
         debug?.closeAll();
         await http.close(config.shutdownGraceMs);
         calls.stop();
+        conversation?.stop();
         db.close();
       })();
       return stopping;

@@ -37,6 +37,8 @@ export function callRowOf(ctx: CallContext, now: number): CallWrite {
     chargedMinutes: r.charged_minutes,
     campaignId: ctx.campaignId,
     voicemailDetected: r.voicemail_detected,
+    transcript: r.transcript,
+    avgLatencyMs: r.avg_latency_ms,
     createdAt: ctx.createdAt,
     updatedAt: now,
   };

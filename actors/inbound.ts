@@ -94,6 +94,8 @@ export function routeInbound(system: CallSystem, storage: Storage, call: Incomin
     chargedMinutes: 0,
     campaignId: null,
     voicemailDetected: false,
+    transcript: null,
+    avgLatencyMs: null,
     createdAt: at,
     updatedAt: at,
   });

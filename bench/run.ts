@@ -1,17 +1,30 @@
 // `npm run bench`: the long benchmarks, kept out of CI. BENCH_SECONDS and BENCH_ROUNDS
-// trade time for steadier medians; BENCH_ONLY=http|outbound|media runs one of them, and
-// BENCH_ONLY=unclaimed only the media bench's probe of 2,000 silent sockets;
-// BENCH_MEDIA_SECONDS sets the length of each media step. The outbound-call bench runs
-// BENCH_SECONDS of load with BENCH_OUTBOUND_CONCURRENCY requests in flight (default
-// BENCH_CONNECTIONS) against an account whose limit is BENCH_OUTBOUND_LIMIT.
+// trade time for steadier medians; BENCH_ONLY=http|outbound|media|vad|conversation runs
+// one of them, and BENCH_ONLY=unclaimed only the media bench's probe of 2,000 silent
+// sockets; BENCH_MEDIA_SECONDS sets the length of each media step. The outbound-call
+// bench runs BENCH_SECONDS of load with BENCH_OUTBOUND_CONCURRENCY requests in flight
+// (default BENCH_CONNECTIONS) against an account whose limit is BENCH_OUTBOUND_LIMIT.
+// The VAD bench: BENCH_VAD_CALLS (comma list) and BENCH_VAD_SECONDS. The conversation
+// bench (conversation.ts): BENCH_CONVERSATION_STEPS (comma list of concurrent calls;
+// `2` is a quick smoke run), BENCH_CONVERSATION_TURNS (caller turns per call),
+// BENCH_CONVERSATION_RAMP_MS (calls of a step start spread over this), and
+// BENCH_CONVERSATION_KEEP_GOING=1 to run every step past the first that misses the goal;
+// the simulated providers' latencies: BENCH_STT_FINAL_MS, BENCH_LLM_FIRST_TOKEN_MS,
+// BENCH_LLM_TOKEN_MS, BENCH_TTS_FIRST_AUDIO_MS, BENCH_TTS_SPEED; BENCH_PIN=0 leaves the
+// server and the bench unbound to a CPU and at their normal priority.
+import { DEFAULT_LATENCIES, runConversationBench } from './conversation.ts';
 import { runHttpBench } from './http.ts';
 import { runMediaBench } from './media.ts';
 import { runOutboundBench } from './outbound.ts';
+import { runVadBench } from './vad.ts';
 
+const ONLY = ['http', 'outbound', 'media', 'unclaimed', 'vad', 'conversation'];
 const only = process.env['BENCH_ONLY'];
-if (only !== undefined && only !== 'http' && only !== 'outbound' && only !== 'media' && only !== 'unclaimed') {
-  throw new Error('BENCH_ONLY must be http, outbound, media or unclaimed');
+if (only !== undefined && !ONLY.includes(only)) {
+  throw new Error(`BENCH_ONLY must be one of ${ONLY.join(', ')}`);
 }
+const list = (name: string, fallback: string): number[] => (process.env[name] ?? fallback).split(',').map(Number);
+const num = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 
 const seconds = Number(process.env['BENCH_SECONDS'] ?? 5);
 const rounds = Number(process.env['BENCH_ROUNDS'] ?? 3);
@@ -32,5 +45,24 @@ if (only === undefined || only === 'media' || only === 'unclaimed') {
     steps: only === 'unclaimed' ? [] : [50, 100, 200, 300, 400, 500, 600, 800, 1000],
     p99LimitMs: 5,
     unclaimedProbe: 2000,
+  });
+}
+if (only === undefined || only === 'vad') {
+  await runVadBench(list('BENCH_VAD_CALLS', '50,100,200,300,400,600'), num('BENCH_VAD_SECONDS', 5));
+}
+if (only === undefined || only === 'conversation') {
+  await runConversationBench({
+    steps: list('BENCH_CONVERSATION_STEPS', '25,50,100,150,200,300,400'),
+    turns: num('BENCH_CONVERSATION_TURNS', 3),
+    p95LimitMs: 20,
+    rampMs: num('BENCH_CONVERSATION_RAMP_MS', 8000),
+    keepGoing: process.env['BENCH_CONVERSATION_KEEP_GOING'] === '1',
+    latency: {
+      sttFinalMs: num('BENCH_STT_FINAL_MS', DEFAULT_LATENCIES.sttFinalMs),
+      llmFirstTokenMs: num('BENCH_LLM_FIRST_TOKEN_MS', DEFAULT_LATENCIES.llmFirstTokenMs),
+      llmTokenMs: num('BENCH_LLM_TOKEN_MS', DEFAULT_LATENCIES.llmTokenMs),
+      ttsFirstAudioMs: num('BENCH_TTS_FIRST_AUDIO_MS', DEFAULT_LATENCIES.ttsFirstAudioMs),
+      ttsSpeedFactor: num('BENCH_TTS_SPEED', DEFAULT_LATENCIES.ttsSpeedFactor),
+    },
   });
 }

@@ -3,6 +3,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { loadConfig } from '../config.ts';
 import { startSwitchboard } from '../server.ts';
 
@@ -28,3 +29,16 @@ process.send?.({ port: sb.port });
 process.on('message', (m) => {
   if (m === 'stop') void sb.stop().then(() => process.exit(0));
 });
+
+// With BENCH_LOOP_DELAY=1 (the conversation bench) the parent can ask how late this
+// process's event loop ran since it last asked: late turns of the loop are late audio
+// frames for every call at once, which tells the service's stalls from the bench's.
+if (process.env['BENCH_LOOP_DELAY'] === '1') {
+  const delay = monitorEventLoopDelay({ resolution: 5 });
+  delay.enable();
+  process.on('message', (m) => {
+    if (m !== 'loop-delay') return;
+    process.send?.({ loopDelay: { p99Ms: delay.percentile(99) / 1e6, maxMs: delay.max / 1e6 } });
+    delay.reset();
+  });
+}

@@ -5,6 +5,7 @@ import type { Storage } from '../storage/index.ts';
 import type { Metrics } from '../metrics.ts';
 import type { CallSystem } from '../actors/system.ts';
 import type { LiveActorSource } from '../actors/inspection.ts';
+import type { ProviderStatus } from '../actors/providers.ts';
 
 export interface AppDeps {
   config: Config;
@@ -15,6 +16,8 @@ export interface AppDeps {
   calls: CallSystem;
   /** The live machine view: the account's live actors and their inspection events, redacted. */
   inspection: LiveActorSource;
+  /** Which conversation providers are configured (GET /readyz `providers`). */
+  providers: ProviderStatus;
   /** True once storage is open and every unfinished actor is restored. */
   isReady: () => boolean;
 }

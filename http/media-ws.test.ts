@@ -397,7 +397,7 @@ describe('media websockets at shutdown', () => {
     }
   });
 
-  it('without MEDIA_ENGINE the default engine listens and sends nothing back', async () => {
+  it('without MEDIA_ENGINE and without providers, the default agent engine asks to end the call at once and sends nothing back', async () => {
     const bindings = new TestBindings();
     const server = await startTestServer({}, { mediaBindings: bindings });
     try {
@@ -406,7 +406,9 @@ describe('media websockets at shutdown', () => {
       c.send(twilioMsg.start(call.token));
       for (let chunk = 1; chunk <= 10; chunk++) c.send(twilioMsg.media(chunk));
       c.send(twilioMsg.stop);
-      await until(() => call.events.length === 2, 'MEDIA.STOPPED');
+      await until(() => call.events.length === 3, 'MEDIA.STOPPED');
+      expect(call.events.map((e) => e.type)).toEqual(['MEDIA.STARTED', 'HANGUP.REQUESTED', 'MEDIA.STOPPED']);
+      expect(call.events[1]).toMatchObject({ reason: 'provider_not_configured' });
       const metrics = await server.request('GET', '/metrics');
       expect(metrics.text).toMatch(/^switchboard_media_frames_in_total 10$/m);
       expect(metrics.text).toMatch(/^switchboard_media_frames_out_total 0$/m);

@@ -205,6 +205,8 @@ export function registerMediaSockets(app: TemplatedApp, deps: MediaSocketDeps): 
             // 0 means queued behind backpressure (still sent); 2 means uWS dropped it.
             send: (text) => ws.send(text) !== 2,
             bufferedAmount: () => ws.getBufferedAmount(),
+            // Outside uWS's own callbacks (the playout clock's timer) sends are not corked for us.
+            cork: (fn) => void ws.cork(fn),
             close(code, reason) {
               if (code === CLOSE_POLICY) {
                 counters.rejected++;

@@ -9,7 +9,12 @@ export type FinalCallStatus = (typeof FINAL_CALL_STATUSES)[number];
 export const CALL_STATUSES = ['queued', 'initiated', 'ringing', 'in-progress', ...FINAL_CALL_STATUSES] as const;
 export type CallStatus = (typeof CALL_STATUSES)[number];
 
-/** api.md's ended reasons, plus `media_lost`: the rare infrastructure ending of a call whose media died with the process. */
+/**
+ * api.md's ended reasons, plus three honest infrastructure endings: `media_lost` (the
+ * call's media died with the process), `provider_not_configured` (no speech or model
+ * provider is configured, so nobody could talk) and `provider_error` (a provider failed
+ * mid-call and retrying did not help).
+ */
 export const ENDED_REASONS = [
   'completed',
   'transferred',
@@ -26,11 +31,22 @@ export const ENDED_REASONS = [
   'concurrency_limit',
   'agent_hangup',
   'media_lost',
+  'provider_not_configured',
+  'provider_error',
 ] as const;
 export type EndedReason = (typeof ENDED_REASONS)[number];
 
 /** Why the service itself ends a call. */
-export const HANGUP_REASONS = ['agent_hangup', 'silence_timeout', 'max_duration_reached', 'voicemail_detected', 'canceled', 'transferred'] as const;
+export const HANGUP_REASONS = [
+  'agent_hangup',
+  'silence_timeout',
+  'max_duration_reached',
+  'voicemail_detected',
+  'canceled',
+  'transferred',
+  'provider_not_configured',
+  'provider_error',
+] as const;
 export type HangupReason = (typeof HANGUP_REASONS)[number];
 
 const at = z.number().int().nonnegative();
@@ -110,6 +126,18 @@ export const callEventSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('TIMER'), at, name: z.enum(['queue_check', 'stale', 'retry', 'give_up']) }),
   /** The actor came back after a restart; calls whose media died with the process ask the carrier. */
   z.object({ type: z.literal('RESTORED'), at }),
+  /**
+   * A line of the conversation is final (the conversation engine): the caller's words,
+   * or what the caller heard of the agent's reply. An agent line carries the turn's
+   * latency, from the caller's end of speech to the reply's first audio frame sent.
+   */
+  z.object({
+    type: z.literal('CONVERSATION.LINE'),
+    at,
+    speaker: z.enum(['agent', 'caller']),
+    text: z.string().min(1).max(20_000),
+    latencyMs: z.number().nonnegative().optional(),
+  }),
   /** Post-call work (recording, analysis, webhooks) finished; later issues fill it in. */
   z.object({ type: z.literal('POSTCALL.DONE'), at }),
 ]);

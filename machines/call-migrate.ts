@@ -26,7 +26,7 @@ export function placeCall(ctx: CallContext): unknown {
   return ctx.callStatus === 'ringing' ? 'ringing' : 'initiated';
 }
 
-/** Version 1 (issue 4) → 2: new context fields; an invoked dial cut off by the restart is an unknown dial. */
+/** Version 1 (issue 4) → 2: new context fields; an invoked dial cut off by the restart is an unknown dial. 2 → 3: the transcript and latency fields. */
 export function migrateCallSnapshot(p: PersistedCall): PersistedCall | null {
   if (p.context === null || typeof p.context !== 'object') return null;
   const old = p.context as Partial<CallContext>;
@@ -36,6 +36,9 @@ export function migrateCallSnapshot(p: PersistedCall): PersistedCall | null {
     dialOutcome: old.dialOutcome ?? (old.carrierCallId ? 'accepted' : null),
     restored: false,
     hangupAttempts: old.hangupAttempts ?? 0,
+    transcript: old.transcript ?? null,
+    latencyTotalMs: old.latencyTotalMs ?? 0,
+    latencyTurns: old.latencyTurns ?? 0,
   };
   const state = phaseOf(p.value);
   let value: unknown = p.value;

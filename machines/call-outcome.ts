@@ -27,6 +27,11 @@ export interface CallContext extends CallInput {
   restored: boolean;
   /** Hang-up requests made to the carrier so far. */
   hangupAttempts: number;
+  /** `Agent: …` / `Caller: …` lines, newline-separated; null before the first line. */
+  transcript: string | null;
+  /** Sum and count of the turn latencies measured so far (avg_latency_ms). */
+  latencyTotalMs: number;
+  latencyTurns: number;
 }
 
 /** The event that finished a call, in the terms the table needs. */
@@ -85,6 +90,9 @@ export interface CallRecordFields {
   /** contract.md §6: billed seconds / 60, rounded to 2 decimals; 0 until the call ends. */
   charged_minutes: number;
   voicemail_detected: boolean;
+  transcript: string | null;
+  /** Mean turn latency, rounded to the millisecond; null before the first measured turn. */
+  avg_latency_ms: number | null;
 }
 
 /** Billed minutes for a connected time: seconds rounded up, /60, rounded to 2 decimals. */
@@ -107,5 +115,7 @@ export function callRecordOf(ctx: CallContext): CallRecordFields {
     duration_seconds: durationMs === null ? null : Math.ceil(durationMs / 1000),
     charged_minutes: durationMs === null ? 0 : chargedMinutes(durationMs),
     voicemail_detected: ctx.voicemailDetected,
+    transcript: ctx.transcript ?? null,
+    avg_latency_ms: (ctx.latencyTurns ?? 0) > 0 ? Math.round(ctx.latencyTotalMs / ctx.latencyTurns) : null,
   };
 }

@@ -237,6 +237,8 @@ describe('happy paths', () => {
       duration_seconds: 62,
       charged_minutes: 1.03,
       voicemail_detected: false,
+      transcript: null,
+      avg_latency_ms: null,
     });
     // A done actor is not live: it takes nothing more.
     expect(c.send({ type: 'CARRIER.ENDED', at: T0 + 80_000, status: 'failed' }).taken).toBe(false);
@@ -1036,6 +1038,8 @@ describe('purity and persistence', () => {
       duration_seconds: null,
       charged_minutes: 0,
       voicemail_detected: false,
+      transcript: null,
+      avg_latency_ms: null,
     });
   });
 });

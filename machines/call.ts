@@ -18,7 +18,7 @@ import { finalValues, type CallContext, type Ending, type ServiceHangupReason } 
 export { callRecordOf, chargedMinutes, type CallContext, type CallRecordFields, type ServiceHangupReason } from './call-outcome.ts';
 
 /** Bumped whenever a persisted snapshot of the previous version would not restore as is. */
-export const CALL_MACHINE_VERSION = 2;
+export const CALL_MACHINE_VERSION = 3;
 
 /** Tags the runtime reads instead of state names. */
 export const CALL_TAGS = {
@@ -168,6 +168,16 @@ export const callMachine = setup({
       answered(context, event.at, 'carrierCallId' in event && typeof event.carrierCallId === 'string' ? event.carrierCallId : undefined),
     ),
     markRestored: assign({ restored: true }),
+    addLine: assign(({ context, event }) => {
+      const e = event as Ev<'CONVERSATION.LINE'>;
+      const line = `${e.speaker === 'agent' ? 'Agent' : 'Caller'}: ${e.text.replace(/\s*\n\s*/g, ' ')}`;
+      const measured = e.latencyMs !== undefined;
+      return {
+        transcript: context.transcript === null ? line : `${context.transcript}\n${line}`,
+        latencyTotalMs: context.latencyTotalMs + (measured ? e.latencyMs! : 0),
+        latencyTurns: context.latencyTurns + (measured ? 1 : 0),
+      };
+    }),
     clearRestored: assign({ restored: false }),
     countHangupAttempt: assign(({ context }) => ({ hangupAttempts: context.hangupAttempts + 1 })),
     requestHangup: assign(({ context, event }) => {
@@ -252,6 +262,9 @@ export const callMachine = setup({
     dialOutcome: null,
     restored: false,
     hangupAttempts: 0,
+    transcript: null,
+    latencyTotalMs: 0,
+    latencyTurns: 0,
   }),
   initial: 'created',
   states: {
@@ -423,6 +436,7 @@ export const callMachine = setup({
       },
       on: {
         'DIAL.ACCEPTED': { actions: 'recordCarrierId' },
+        'CONVERSATION.LINE': { actions: 'addLine' },
         'CARRIER.AMD': { guard: 'voicemailByAmd', target: 'hanging-up', actions: 'requestHangup' },
         'CARRIER.ENDED': { target: 'ended', actions: 'endByCarrier' },
         'HANGUP.REQUESTED': { target: 'hanging-up', actions: 'requestHangup' },
@@ -453,6 +467,8 @@ export const callMachine = setup({
       on: {
         'DIAL.ACCEPTED': { actions: 'recordCarrierId' },
         'CARRIER.RINGING': { actions: 'recordCarrierId' },
+        // What was said up to the hang-up (the goodbye, a cut reply) still reaches the transcript.
+        'CONVERSATION.LINE': { actions: 'addLine' },
         // The far end may pick up before our hang-up lands: that time is connected time.
         'CARRIER.ANSWERED': { actions: 'markAnswered' },
         'CARRIER.AMD': { actions: 'markAnswered' },
@@ -490,6 +506,8 @@ export const callMachine = setup({
       exit: cancel('stale'),
       on: {
         'DIAL.ACCEPTED': { actions: 'recordCarrierId' },
+        // The carrier's end may overtake the media stream's last words.
+        'CONVERSATION.LINE': { actions: 'addLine' },
         'POSTCALL.DONE': 'done',
         TIMER: { guard: ({ event }) => event.name === 'stale', target: 'done' },
         RESTORED: { target: 'post-call', reenter: true },

@@ -63,6 +63,8 @@ export interface CallWrite {
   chargedMinutes: number;
   campaignId: string | null;
   voicemailDetected: boolean;
+  transcript: string | null;
+  avgLatencyMs: number | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -86,15 +88,16 @@ export function createCallsRepo(db: Db) {
   const upsert = db.prepare(
     `INSERT INTO calls (call_id, account_id, agent_id, direction, call_status, from_number, to_number, started_at,
        ended_at, duration_ms, ended_reason, charged_minutes, campaign_id, created_at, internal_id, carrier_call_id,
-       provider, phone_number, media_token, voicemail_detected, updated_at)
+       provider, phone_number, media_token, voicemail_detected, transcript, avg_latency_ms, updated_at)
      VALUES (@callId, @accountId, @agentId, @direction, @callStatus, @fromNumber, @toNumber, @startedAt,
        @endedAt, @durationMs, @endedReason, @chargedMinutes, @campaignId, @createdAt, @internalId, @carrierCallId,
-       @provider, @phoneNumber, @mediaToken, @voicemailDetected, @updatedAt)
+       @provider, @phoneNumber, @mediaToken, @voicemailDetected, @transcript, @avgLatencyMs, @updatedAt)
      ON CONFLICT (internal_id) DO UPDATE SET call_id = excluded.call_id, agent_id = excluded.agent_id,
        call_status = excluded.call_status, started_at = excluded.started_at, ended_at = excluded.ended_at,
        duration_ms = excluded.duration_ms, ended_reason = excluded.ended_reason,
        charged_minutes = excluded.charged_minutes, carrier_call_id = excluded.carrier_call_id,
-       voicemail_detected = excluded.voicemail_detected, updated_at = excluded.updated_at`,
+       voicemail_detected = excluded.voicemail_detected, transcript = excluded.transcript,
+       avg_latency_ms = excluded.avg_latency_ms, updated_at = excluded.updated_at`,
   );
   // A call_id match wins over a carrier_call_id match (ids of different kinds never collide in practice).
   // The internal id matches too: it is the call_id a client was given for a call whose

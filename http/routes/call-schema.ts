@@ -167,9 +167,15 @@ export const callRecord = z.object({
   ended_at: z.string().nullable(),
   duration_ms: z.number().int().nullable().meta({ description: 'Connected time in ms (0 if it never connected); null while live. Billing is based on it.' }),
   duration_seconds: z.number().int().nullable(),
-  ended_reason: z.enum(ENDED_REASONS).nullable().meta({ description: '`media_lost`: the call was up when the service restarted and lost its media.' }),
+  ended_reason: z.enum(ENDED_REASONS).nullable().meta({
+    description:
+      '`media_lost`: the call was up when the service restarted and lost its media. `provider_not_configured`: no model, speech-to-text or text-to-speech credentials are configured, so the call was ended at once instead of left silent. `provider_error`: a provider failed mid-call and retrying did not help (the agent apologised first where it still could).',
+  }),
   charged_minutes: z.number().meta({ description: 'Connected seconds rounded up to the second, /60, rounded to 2 decimals.' }),
-  transcript: z.string().nullable(),
+  transcript: z.string().nullable().meta({
+    description:
+      'The conversation as newline-separated lines prefixed `Agent: ` and `Caller: `, written as each line is final. An interrupted reply keeps only the words the caller heard. Null before the first line.',
+  }),
   summary: z.string().nullable(),
   sentiment: z.string().nullable(),
   successful: z.boolean().nullable(),
@@ -179,7 +185,9 @@ export const callRecord = z.object({
   recording_duration_seconds: z.number().nullable(),
   voicemail_detected: z.boolean(),
   campaign_id: z.string().nullable(),
-  avg_latency_ms: z.number().nullable(),
+  avg_latency_ms: z.number().nullable().meta({
+    description: 'Mean of the turns’ latency: from the caller’s end of speech to the first audio frame of the agent’s reply sent to the carrier. Null before the first measured turn.',
+  }),
   analysis_status: z.enum(['pending', 'done', 'failed']),
   created_at: z.string(),
 });

@@ -5,6 +5,20 @@ import { buildOpenApi } from '../openapi.ts';
 import type { AppDeps } from '../deps.ts';
 
 const okSchema = z.object({ ok: z.boolean() });
+const providerSchema = z.object({ configured: z.boolean(), model: z.string() });
+const readySchema = z.object({
+  ok: z.boolean(),
+  providers: z
+    .object({
+      llm: providerSchema,
+      stt: providerSchema.extend({ provider: z.enum(['deepgram']) }),
+      tts: providerSchema.extend({ provider: z.enum(['openai', 'cartesia']) }),
+    })
+    .meta({
+      description:
+        'The conversation providers and whether each has credentials. Readiness does not depend on them: without them the service runs, and calls end at once with `provider_not_configured`.',
+    }),
+});
 
 export function systemRoutes(deps: AppDeps, allRoutes: () => RouteDef<any, any>[]) {
   let openapi: string | null = null;
@@ -39,7 +53,7 @@ export function systemRoutes(deps: AppDeps, allRoutes: () => RouteDef<any, any>[
       summary: 'Readiness: the database answers and every unfinished actor is restored',
       tag: 'System',
       auth: 'none',
-      responses: { 200: { description: 'Ready.', schema: okSchema }, 503: { description: 'Not ready yet.', schema: okSchema } },
+      responses: { 200: { description: 'Ready.', schema: readySchema }, 503: { description: 'Not ready yet.', schema: readySchema } },
       errors: [],
       handler: () => {
         let dbOk = true;
@@ -50,7 +64,7 @@ export function systemRoutes(deps: AppDeps, allRoutes: () => RouteDef<any, any>[
           dbOk = false;
         }
         const ready = dbOk && deps.isReady();
-        return { status: ready ? 200 : 503, body: { ok: ready } };
+        return { status: ready ? 200 : 503, body: { ok: ready, providers: deps.providers } };
       },
     }),
     defineRoute({

@@ -14,18 +14,36 @@
 // - the dial: at most one `dial` per call over the whole run, restarts included; an
 //   unknown dial is reconciled (tag `dialing`) and, if the call ends before the carrier
 //   says anything, it says the outcome is unknown;
-// - one final state per call: once finished, its status, reason and times never change.
+// - one final state per call: once finished, its status, reason and times never change;
+// - the hang-up reason: the first the service asked for (any of HANGUP_REASONS, the
+//   conversation's provider_error and provider_not_configured included) never changes,
+//   and a call that had one ends with it as its ended_reason;
+// - the transcript: the conversation engine's lines (CONVERSATION.LINE, sent while the
+//   call is connected or hanging up, or late after its end) are the record's
+//   `transcript`, exactly: one `Agent: ` / `Caller: ` line each, in order, newlines
+//   inside a line folded to spaces, through every restore; `avg_latency_ms` is the
+//   rounded mean of the agent lines' latencies, null before the first.
 // After the commands, the service asks to end the call while the carrier stays unreachable:
 // driven by its own deadlines alone, the call must still end (and free its slot).
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { FINAL_CALL_STATUSES, HANGUP_REASONS, type CallEvent, type CallInput } from '../../machines/call-events.ts';
-import { CALL_TAGS, MAX_DURATION_DEADLINE, type CallSnapshot } from '../../machines/call.ts';
+import { CALL_TAGS, MAX_DURATION_DEADLINE, callRecordOf, phaseOf, type CallSnapshot } from '../../machines/call.ts';
 import { CallDriver, T0, callInput, type Effect, type Step } from './call-driver.ts';
 
 // ---- the model ----
 
 type DialPhase = 'none' | 'inflight' | 'unknown' | 'known';
+
+/** A conversation line the call took. */
+interface Line {
+  speaker: 'agent' | 'caller';
+  text: string;
+  latencyMs?: number;
+}
+
+/** Where the conversation engine can still deliver lines: connected, hanging up, or just ended (its last words late). */
+const TAKES_LINES = new Set(['in-progress', 'hanging-up', 'post-call']);
 
 interface Model {
   input: CallInput;
@@ -39,7 +57,23 @@ interface Model {
   final: { callStatus: string; endedReason: string | null; startedAt: number | null; endedAt: number | null } | null;
   /** Carrier webhooks delivered so far (a carrier repeats them). */
   webhooks: CallEvent[];
+  /** The conversation's lines the call took, in order. */
+  lines: Line[];
+  /** The first hang-up reason the call recorded. */
+  hangupReason: string | null;
   log: string[];
+}
+
+/** The transcript a call record must show for these lines. */
+function transcriptOf(lines: readonly Line[]): string | null {
+  if (lines.length === 0) return null;
+  // One record line per conversation line: a newline inside one cannot start another.
+  return lines.map((l) => `${l.speaker === 'agent' ? 'Agent' : 'Caller'}: ${l.text.replace(/\s*\n\s*/g, ' ')}`).join('\n');
+}
+
+function averageLatency(lines: readonly Line[]): number | null {
+  const measured = lines.flatMap((l) => (l.latencyMs === undefined ? [] : [l.latencyMs]));
+  return measured.length === 0 ? null : Math.round(measured.reduce((a, b) => a + b, 0) / measured.length);
 }
 
 const WEBHOOKS = new Set(['CARRIER.RINGING', 'CARRIER.ANSWERED', 'CARRIER.AMD', 'CARRIER.ENDED']);
@@ -140,6 +174,21 @@ function observe(m: Model, step: Step | null, label: string): void {
     m.final = { callStatus: ctx.callStatus, endedReason: ctx.endedReason, startedAt: ctx.startedAt, endedAt: ctx.endedAt };
   }
   if (d.snapshot.status === 'done') hold(m, finished, 'done without a final state');
+
+  // The hang-up reason: the first one stays, and it is the ended_reason.
+  if (m.hangupReason !== null) hold(m, ctx.hangupReason === m.hangupReason, `the hang-up reason changed: ${m.hangupReason} → ${ctx.hangupReason}`);
+  else m.hangupReason = ctx.hangupReason;
+  if (finished && ctx.hangupReason !== null) hold(m, ctx.endedReason === ctx.hangupReason, `asked to hang up for ${ctx.hangupReason}, the call ended as ${ctx.endedReason}`);
+  if (e?.type === 'HANGUP.REQUESTED' && step?.before && step.before.context.hangupReason === null && step.before.matches('in-progress')) {
+    hold(m, ctx.hangupReason === e.reason, `a connected call asked to hang up for ${e.reason} recorded ${ctx.hangupReason}`);
+  }
+
+  // The transcript and the turn latency, as the call record shows them.
+  const record = callRecordOf(ctx);
+  const want = transcriptOf(m.lines);
+  hold(m, record.transcript === want, `transcript ${JSON.stringify(record.transcript)}, the lines taken say ${JSON.stringify(want)}`);
+  hold(m, (record.transcript?.split('\n').length ?? 0) === m.lines.length, 'the transcript has not one line per conversation line');
+  hold(m, record.avg_latency_ms === averageLatency(m.lines), `avg_latency_ms ${record.avg_latency_ms}, the lines say ${averageLatency(m.lines)}`);
 }
 
 // ---- commands ----
@@ -277,6 +326,30 @@ class HangupRequested extends EventCommand {
   }
   toString() {
     return show('HangupRequested', { reason: this.reason });
+  }
+}
+
+/** The conversation engine reports a final line (an agent line with its turn's latency when measured). */
+class ConversationLine extends CallCommand {
+  constructor(
+    dt: number,
+    readonly speaker: 'agent' | 'caller',
+    readonly text: string,
+    readonly latencyMs: number | undefined,
+  ) {
+    super(dt);
+  }
+  protected override applies(m: Readonly<Model>): boolean {
+    return TAKES_LINES.has(phaseOf(m.rt.value));
+  }
+  protected act(m: Model, d: Real): Step {
+    const step = d.send({ type: 'CONVERSATION.LINE', at: m.now, speaker: this.speaker, text: this.text, ...opt(this.latencyMs, 'latencyMs') });
+    hold(m, step.taken, `a line sent in ${JSON.stringify(step.before?.value)} was dropped`);
+    m.lines.push({ speaker: this.speaker, text: this.text, ...opt(this.latencyMs, 'latencyMs') });
+    return step;
+  }
+  toString() {
+    return show('ConversationLine', { speaker: this.speaker, text: this.text, latencyMs: this.latencyMs });
   }
 }
 
@@ -495,6 +568,15 @@ const carrierView: fc.Arbitrary<CarrierView> = fc.record({
   durationSec: maybe(fc.integer({ min: 0, max: 600 })),
 });
 
+/** Words of a line; some with a line break inside (the model's answer can have one). */
+const lineText = fc
+  .array(fc.constantFrom('book', 'a table', 'for two,', 'at seven.', 'Thanks!', '\n', ' \n ', 'ça va'), { minLength: 1, maxLength: 6 })
+  .map((ws) => `${ws.join(' ')} ok`);
+const conversationLine = fc
+  .tuple(dt, fc.constantFrom('agent' as const, 'caller' as const), lineText, maybe(fc.integer({ min: 0, max: 4_000 })))
+  // The engine measures a latency for agent lines only.
+  .map(([t, speaker, text, latency]) => new ConversationLine(t % 3_000, speaker, text, speaker === 'agent' ? latency : undefined));
+
 /** Each command's arbitrary, listed `weight` times: fc.commands draws uniformly from the list. */
 const weighted = (weight: number, arb: fc.Arbitrary<fc.Command<Model, Real>>) => Array.from({ length: weight }, () => arb);
 
@@ -508,6 +590,7 @@ const commands = [
   ...weighted(1, fc.oneof(dt.map((t) => new MediaStarted(t)), dt.map((t) => new MediaStopped(t)), dt.map((t) => new Dtmf(t)))),
   ...weighted(1, fc.tuple(dt, fc.constantFrom(...HANGUP_REASONS)).map(([t, r]) => new HangupRequested(t, r))),
   ...weighted(1, dt.map((t) => new PostcallDone(t))),
+  ...weighted(4, conversationLine),
   ...weighted(2, dt.map((t) => new SlotGranted(t))),
   ...weighted(2, fc.tuple(dt, fc.constantFrom('CA1', 'CA2')).map(([t, id]) => new DialResolves(t, id))),
   ...weighted(1, dt.map((t) => new DialRejects(t))),
@@ -576,7 +659,7 @@ it('slot released exactly once, deadlines armed and cancelled, one dial and one 
           ? callInput({ direction: 'inbound', carrierCallId: 'CA_in', from: '+15550000009', to: '+15550000001', amdEnabled, maxDurationSec, provider })
           : callInput({ queued: kind === 'queued', amdEnabled, maxDurationSec, provider });
       const rt = CallDriver.start(input);
-      const m: Model = { input, now: T0, rt, dial: 'none', final: null, webhooks: [], log: [] };
+      const m: Model = { input, now: T0, rt, dial: 'none', final: null, webhooks: [], lines: [], hangupReason: null, log: [] };
       observe(m, rt.last(), `start(${kind})`);
       fc.modelRun(() => ({ model: m, real: rt }), cmds);
       endsWithTheCarrierUnreachable(m);

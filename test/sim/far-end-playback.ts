@@ -62,3 +62,58 @@ export class FarEndPlayback {
     for (const entry of this.pending.splice(0)) clearTimeout(entry.timer);
   }
 }
+
+/**
+ * The far end's voice for a conversation: silence (μ-law 0xFF) until the test says
+ * something, then those bytes frame by frame in real time, then silence again. Given as
+ * a media client's `audio` in place of a looped tone.
+ */
+export class FarEndVoice {
+  private readonly queue: Uint8Array[] = [];
+  private offset = 0;
+  private waiters: (() => void)[] = [];
+  /** performance.now() when the last queued speech finished playing (its last frame sent). */
+  lastSpokeAt = 0;
+
+  /** Queues μ-law 8 kHz audio to speak after anything already queued. */
+  say(mulaw: Uint8Array): Promise<void> {
+    this.queue.push(mulaw);
+    return this.done();
+  }
+
+  get speaking(): boolean {
+    return this.queue.length > 0;
+  }
+
+  /** Resolves once everything queued has been sent. */
+  done(): Promise<void> {
+    if (this.queue.length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  /** Fills one frame: queued speech, else silence. */
+  fill(frame: Uint8Array): void {
+    for (let i = 0; i < frame.length; i++) {
+      const current = this.queue[0];
+      if (!current) {
+        frame[i] = 0xff;
+        continue;
+      }
+      frame[i] = current[this.offset++]!;
+      if (this.offset >= current.length) {
+        this.queue.shift();
+        this.offset = 0;
+        if (this.queue.length === 0) {
+          this.lastSpokeAt = performance.now();
+          const waiters = this.waiters;
+          this.waiters = [];
+          // After this frame is on the wire.
+          setImmediate(() => waiters.forEach((w) => w()));
+        }
+      }
+    }
+  }
+}
+
+/** A media client's far-end audio: a looped recording, or a scripted voice. */
+export type FarEndAudio = Uint8Array | FarEndVoice;

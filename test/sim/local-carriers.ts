@@ -1,5 +1,9 @@
-// `npm run sim`: both carrier simulators as a local carrier, so a newcomer can import
-// numbers, place calls and ring the agent on one machine without carrier accounts.
+// `npm run sim`: both carrier simulators as a local carrier, and the three provider
+// simulators (model, speech to text, text to speech), so a newcomer can import numbers,
+// place calls, ring the agent and hold a conversation with it on one machine, without
+// carrier or provider accounts. The simulated caller speaks real recorded speech (the
+// espeak-ng fixtures) when told to (`POST /say/…`); the model simulator answers what it
+// heard and ends the call with its end_call tool when the caller says goodbye.
 // The same wire-accurate simulators the tests use: signed webhooks, media streams
 // (a tone as the far end's voice), call scenarios. A small control server rings the
 // service's numbers and hangs calls up; answered outbound calls end after SIM_CALL_SECONDS.
@@ -10,13 +14,23 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startTwilioSim } from './twilio-sim.ts';
 import { startTelnyxSim } from './telnyx-sim.ts';
+import { startLlmSim, defaultLlmReply } from './llm-sim.ts';
+import { startDeepgramSim } from './deepgram-sim.ts';
+import { startOpenAiTtsSim } from './openai-tts-sim.ts';
+import { startCartesiaSim } from './cartesia-sim.ts';
+import { FarEndVoice } from './far-end-playback.ts';
+import { loadSpeechFixture, speechFixture, SPEECH_FIXTURE_SLUGS, type SpeechFixtureSlug } from '../fixtures/speech/speech.ts';
 import type { TelnyxKeyPair } from '../../voice/carriers/telnyx-signature.ts';
 
 const env = process.env;
 const twilioPort = Number(env['SIM_TWILIO_PORT'] ?? 4010);
 const telnyxPort = Number(env['SIM_TELNYX_PORT'] ?? 4011);
 const controlPort = Number(env['SIM_CONTROL_PORT'] ?? 4012);
-const callSeconds = Number(env['SIM_CALL_SECONDS'] ?? 15);
+const callSeconds = Number(env['SIM_CALL_SECONDS'] ?? 60);
+const llmPort = Number(env['SIM_LLM_PORT'] ?? 4013);
+const deepgramPort = Number(env['SIM_DEEPGRAM_PORT'] ?? 4014);
+const ttsPort = Number(env['SIM_TTS_PORT'] ?? 4015);
+const cartesiaPort = Number(env['SIM_CARTESIA_PORT'] ?? 4016);
 
 // Carrier B's webhook signing key, fixed too (an Ed25519 key from a public seed) so the
 // public key a number is imported with is the same on every run. Not a secret.
@@ -43,6 +57,30 @@ export const LOCAL = {
 
 const twilio = await startTwilioSim({ port: twilioPort });
 const telnyx = await startTelnyxSim(undefined, { port: telnyxPort });
+// The providers, with a realistic pace (first token 300 ms, first audio 150 ms, final words 150 ms).
+const llm = await startLlmSim({
+  port: llmPort,
+  firstTokenMs: 300,
+  tokenMs: 20,
+  respond: (body) => {
+    const last = [...body.messages].reverse().find((m) => m.role === 'user');
+    const text = typeof last?.content === 'string' ? last.content : '';
+    return /\b(goodbye|bye)\b/i.test(text) ? { text: 'Goodbye, have a nice day!', toolCalls: [{ name: 'end_call', arguments: {} }] } : defaultLlmReply(body);
+  },
+});
+const deepgram = await startDeepgramSim({ port: deepgramPort, finalLatencyMs: 150 });
+const tts = await startOpenAiTtsSim({ port: ttsPort, firstAudioMs: 150, speedFactor: 2 });
+const cartesia = await startCartesiaSim({ port: cartesiaPort, firstAudioMs: 150 });
+// Each answered call's far end: a voice that is silent until told to speak. Inbound
+// calls get one per call; outbound calls to a number registered with POST /callee/{number}.
+const voices = new Map<string, FarEndVoice>();
+const calleeVoices = new Map<string, FarEndVoice>();
+function voiceOfCall(id: string): FarEndVoice | undefined {
+  const own = voices.get(id);
+  if (own) return own;
+  const to = twilio.calls.get(id)?.to ?? telnyx.calls.calls.get(id)?.to;
+  return to ? calleeVoices.get(to) : undefined;
+}
 twilio.addAccount(LOCAL.twilio.accountSid, LOCAL.twilio.authToken);
 for (const n of LOCAL.twilio.numbers) twilio.addNumber(LOCAL.twilio.accountSid, n);
 telnyx.addApiKey(LOCAL.telnyx.apiKey, { keyPair: telnyxKeys });
@@ -84,12 +122,33 @@ async function control(method: string, url: URL): Promise<Answer> {
     const to = url.searchParams.get('to');
     const from = url.searchParams.get('from') ?? '+14155559999';
     if (!to) return { status: 400, body: { error: 'to= is one of the simulated numbers' } };
+    const voice = new FarEndVoice();
     if (parts[1] === 'twilio') {
-      const call = await twilio.placeInboundCall({ from, to, accountSid: LOCAL.twilio.accountSid });
+      const call = await twilio.placeInboundCall({ from, to, accountSid: LOCAL.twilio.accountSid, audio: voice });
+      voices.set(call.callSid, voice);
       return { status: 200, body: { id: call.callSid, twiml: call.twiml } };
     }
-    const handle = await telnyx.placeInboundCall({ from, to, apiKey: LOCAL.telnyx.apiKey });
+    const handle = await telnyx.placeInboundCall({ from, to, apiKey: LOCAL.telnyx.apiKey, audio: voice });
+    voices.set(handle.id, voice);
     return { status: 200, body: { id: handle.id } };
+  }
+  if (method === 'POST' && parts[0] === 'callee' && parts[1]) {
+    const number = decodeURIComponent(parts[1]);
+    const voice = new FarEndVoice();
+    calleeVoices.set(number, voice);
+    twilio.scenario(number, { name: 'answer', audio: voice });
+    telnyx.voiceFor(number, voice);
+    return { status: 200, body: { callee: number } };
+  }
+  if (method === 'POST' && parts[0] === 'say' && parts[1]) {
+    const phrase = (url.searchParams.get('phrase') ?? 'book-table') as SpeechFixtureSlug;
+    if (!SPEECH_FIXTURE_SLUGS.includes(phrase)) return { status: 400, body: { error: `phrase is one of ${SPEECH_FIXTURE_SLUGS.join(', ')}` } };
+    const voice = voiceOfCall(parts[1]);
+    if (!voice) return { status: 404, body: { error: 'no call with that id that can speak (GET /calls; outbound: POST /callee/{number} before dialing)' } };
+    const text = speechFixture(phrase).text;
+    deepgram.say(text);
+    void voice.say(loadSpeechFixture(phrase));
+    return { status: 200, body: { said: text } };
   }
   if ((method === 'POST' || method === 'DELETE') && parts[0] === 'chaos' && (parts[1] === 'twilio' || parts[1] === 'telnyx')) {
     const sim = parts[1] === 'twilio' ? twilio : telnyx;
@@ -116,7 +175,10 @@ async function control(method: string, url: URL): Promise<Answer> {
   }
   return {
     status: 404,
-    body: { error: 'GET /calls, POST /inbound/{twilio|telnyx}?to=&from=, POST /hangup/{twilio|telnyx}/{id}, POST|DELETE /chaos/{twilio|telnyx}?seed=&drop=&reset=&slow=&slow_ms=' },
+    body: {
+      error:
+        'GET /calls, POST /inbound/{twilio|telnyx}?to=&from=, POST /say/{call id}?phrase=, POST /callee/{number}, POST /hangup/{twilio|telnyx}/{id}, POST|DELETE /chaos/{twilio|telnyx}?seed=&drop=&reset=&slow=&slow_ms=',
+    },
   };
 }
 
@@ -137,17 +199,24 @@ console.log(`Local carriers are up.
   carrier B (telnyx) REST  ${telnyx.baseUrl}   api key ${LOCAL.telnyx.apiKey}  connection ${LOCAL.telnyx.connectionId}
                            numbers ${LOCAL.telnyx.numbers.join(', ')}
                            public key ${telnyx.publicKeyOf(LOCAL.telnyx.apiKey)}  (telnyx_public_key: required to import)
-  control                  ${controlUrl}  (GET /calls, POST /inbound/{twilio|telnyx}?to=&from=, POST /hangup/{twilio|telnyx}/{id},
-                           POST|DELETE /chaos/{twilio|telnyx}?seed=&drop=&reset=&slow=&slow_ms=)
+  model (OpenAI-compatible) ${llm.baseUrl}   key sim-llm
+  speech to text (Deepgram)  ${deepgram.url}   key sim-deepgram
+  text to speech (OpenAI)    ${tts.baseUrl}   (Cartesia: ${cartesia.url})
+  control                  ${controlUrl}  (GET /calls, POST /inbound/{twilio|telnyx}?to=&from=, POST /say/{call id}?phrase=,
+                           POST /callee/{number} (the called person of outbound calls can then speak),
+                           POST /hangup/{twilio|telnyx}/{id}, POST|DELETE /chaos/{twilio|telnyx}?seed=&drop=&reset=&slow=&slow_ms=)
+                           phrases: ${SPEECH_FIXTURE_SLUGS.join(', ')}
 
 Start the service against them in another terminal:
-  TWILIO_API_BASE=${twilio.baseUrl} TELNYX_API_BASE=${telnyx.baseUrl} PUBLIC_BASE_URL=http://127.0.0.1:8080 MEDIA_ENGINE=echo npm start
+  TWILIO_API_BASE=${twilio.baseUrl} TELNYX_API_BASE=${telnyx.baseUrl} PUBLIC_BASE_URL=http://127.0.0.1:8080 \\
+  LLM_BASE_URL=${llm.baseUrl} LLM_API_KEY=sim-llm DEEPGRAM_BASE_URL=${deepgram.url} DEEPGRAM_API_KEY=sim-deepgram \\
+  TTS_BASE_URL=${tts.baseUrl} TTS_API_KEY=sim-tts npm start
 
 Outbound calls are answered; the far end hangs up after ${callSeconds} s (SIM_CALL_SECONDS).`);
 
 const stop = () => {
   server.close();
-  void Promise.all([twilio.close(), telnyx.close()]).finally(() => process.exit(0));
+  void Promise.all([twilio.close(), telnyx.close(), llm.close(), deepgram.close(), tts.close(), cartesia.close()]).finally(() => process.exit(0));
 };
 process.once('SIGINT', stop);
 process.once('SIGTERM', stop);

@@ -27,6 +27,7 @@
 //   after the end, then 404 (`expire(id)` forgets one at once);
 // - `GET /v2/connections/{id}/active_calls` lists the calls not yet ended, cursor-paged.
 
+import type { FarEndAudio } from './far-end-playback.ts';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { signTelnyx } from '../../voice/carriers/telnyx-signature.ts';
 import { connectTelnyxMedia, type TelnyxMediaClient, type TelnyxMediaClientOptions } from './telnyx-media-client.ts';
@@ -104,6 +105,8 @@ export interface InboundCallRequest {
   /** One of the account's numbers; its connection's webhook_event_url gets the events. */
   to: string;
   apiKey: string;
+  /** The caller's voice on the media stream (default: the simulator's media options). */
+  audio?: FarEndAudio;
 }
 
 const E164 = /^\+[1-9]\d{7,14}$/;
@@ -194,6 +197,9 @@ export class TelnyxCalls {
   private readonly redirects: [URL, URL][] = [];
   private readonly limitTimers = new Map<string, NodeJS.Timeout>();
   private closed = false;
+  /** Far-end voices by call control id (inbound) and by dialed number (outbound). */
+  private readonly voices = new Map<string, FarEndAudio>();
+  private readonly outboundVoices = new Map<string, FarEndAudio>();
 
   constructor(
     private readonly state: TelnyxState,
@@ -202,6 +208,11 @@ export class TelnyxCalls {
     this.stepMs = opts.stepMs ?? 20;
     this.mediaOptions = opts.media;
     this.clock = new SimClock(opts.now);
+  }
+
+  /** Who answers outbound calls to `to` speaks with this voice on the media stream. */
+  voiceFor(to: string, audio: FarEndAudio): void {
+    this.outboundVoices.set(to, audio);
   }
 
   /** Outbound calls placed to `to` (a dial de-duplicated by command_id places none). */
@@ -266,6 +277,7 @@ export class TelnyxCalls {
     if (!connectionId || !app) throw new Error(`telnyx sim: ${req.to} is on no Call Control application`);
     if (String(app.webhook_api_version) !== '2') throw new Error('telnyx sim: the application must use webhook_api_version 2');
     const call = this.create(req.apiKey, connectionId, 'incoming', req.from, req.to, String(app.webhook_event_url), null);
+    if (req.audio) this.voices.set(call.callControlId, req.audio);
     call.timeLimitSecs = 14400;
     this.enqueue(call, () => this.deliver(call, 'call.initiated', { direction: 'incoming', state: 'parked', caller_id_name: req.from, calling_party_type: 'pstn' }));
     const handle = this.handle(call.callControlId);
@@ -552,8 +564,10 @@ export class TelnyxCalls {
       if (call.status !== 'answered') return;
       await this.deliver(call, 'streaming.started', { stream_url: stream.url });
       let open = false;
+      const voice = this.voices.get(call.callControlId) ?? (call.direction === 'outgoing' ? this.outboundVoices.get(call.to) : undefined);
       const media = connectTelnyxMedia({
         ...this.mediaOptions,
+        ...(voice ? { audio: voice } : {}),
         url: this.resolve(stream.url),
         callControlId: call.callControlId,
         callSessionId: call.callSessionId,

@@ -8,7 +8,7 @@
 
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
-import { FarEndPlayback, mulawTone } from './far-end-playback.ts';
+import { FarEndPlayback, FarEndVoice, mulawTone, type FarEndAudio } from './far-end-playback.ts';
 
 /** 20 ms of 8 kHz μ-law. */
 export const FRAME_BYTES = 160;
@@ -22,7 +22,7 @@ export interface TelnyxMediaClientOptions {
   to: string;
   clientState: string | null;
   /** μ-law audio played in a loop as the far end's voice; default `generateMulawTone(440, 1000)`. */
-  audio?: Uint8Array;
+  audio?: FarEndAudio;
   /** Milliseconds between frames (default 20, real time). */
   frameIntervalMs?: number;
   /** `PCMU` (current docs, default) or `audio/x-mulaw` (older docs). */
@@ -74,7 +74,8 @@ export const generateMulawTone = mulawTone;
 export function connectTelnyxMedia(opts: TelnyxMediaClientOptions): TelnyxMediaClient {
   const streamId = randomUUID();
   const userId = randomUUID();
-  const source = opts.audio ?? generateMulawTone(440, 1000);
+  const voice = opts.audio instanceof FarEndVoice ? opts.audio : null;
+  const source = opts.audio instanceof Uint8Array ? opts.audio : generateMulawTone(440, 1000);
   if (source.length === 0) throw new RangeError('telnyx media client: audio must not be empty');
   const interval = opts.frameIntervalMs ?? 20;
 
@@ -108,10 +109,12 @@ export function connectTelnyxMedia(opts: TelnyxMediaClientOptions): TelnyxMediaC
   function sendFrame(): void {
     if (paused) return;
     const frame = new Uint8Array(FRAME_BYTES);
-    for (let i = 0; i < FRAME_BYTES; i++) {
-      frame[i] = source[offset]!;
-      offset = (offset + 1) % source.length;
-    }
+    if (voice) voice.fill(frame);
+    else
+      for (let i = 0; i < FRAME_BYTES; i++) {
+        frame[i] = source[offset]!;
+        offset = (offset + 1) % source.length;
+      }
     chunk++;
     framesSent++;
     send({

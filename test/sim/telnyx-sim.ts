@@ -9,6 +9,7 @@
 // Call Control in telnyx-calls.ts (dial scenarios, inbound calls, signed webhooks, the
 // media stream client).
 
+import type { FarEndAudio } from './far-end-playback.ts';
 import { randomInt, randomUUID } from 'node:crypto';
 import { generateTelnyxKeyPair, type TelnyxKeyPair } from '../../voice/carriers/telnyx-signature.ts';
 import { startSimServer, type RecordedRequest, type SimChaos, type SimClock, type SimFault, type SimResponse } from './sim-http.ts';
@@ -291,6 +292,8 @@ export interface TelnyxSim {
   hangup(callControlId: string): Promise<void>;
   /** Rings one of the account's numbers; resolves once call.initiated has been delivered. */
   placeInboundCall(req: InboundCallRequest): Promise<TelnyxCallHandle>;
+  /** Who answers outbound calls to `to` speaks with this voice on the media stream. */
+  voiceFor(to: string, audio: FarEndAudio): void;
   /** Delivers webhooks and media for URLs on `publicBase`'s host to `actualBase`. */
   redirect(publicBase: string, actualBase: string): void;
   /**
@@ -343,6 +346,7 @@ export async function startTelnyxSim(routes: TelnyxRoute[] = numberRoutes, opts:
     call: (id) => calls.handle(id),
     hangup: (id) => calls.handle(id).hangup(),
     placeInboundCall: (req) => calls.placeInboundCall(req),
+    voiceFor: (to, audio) => calls.voiceFor(to, audio),
     redirect: (publicBase, actualBase) => calls.redirect(publicBase, actualBase),
     fail: (fault) => server.fail(fault),
     // Dials by default, each dial's draw keyed by its To number (arrival order does not matter).

@@ -13,6 +13,7 @@
 // `initiated` step), null while it is still queued, as the carrier documents it;
 // `end_time` and `duration` (connected seconds) are set once it ends.
 
+import type { FarEndAudio } from './far-end-playback.ts';
 import { SimClock, type SimResponse } from './sim-http.ts';
 import { connectTwilioMedia, type TwilioMediaClient } from './twilio-media-client.ts';
 import { page, rfc2822, twilioError, twilioSid, type TwilioRoute, type TwilioRouteContext, type TwilioSimForm, type TwilioState } from './twilio-sim.ts';
@@ -31,7 +32,7 @@ export interface TwilioScenario {
   code?: number;
   message?: string;
   /** `answer`/`machine`: the far end's voice, 8 kHz μ-law played in a loop (default a 440 Hz tone). */
-  audio?: Uint8Array;
+  audio?: FarEndAudio;
   /** How long it rings before the answer or the no-answer (default one step). */
   ringMs?: number;
 }
@@ -94,7 +95,7 @@ type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 interface LiveCall extends Mutable<TwilioSimCall> {
   statusCallback: string | null;
   events: Set<string>;
-  audio: Uint8Array | undefined;
+  audio: FarEndAudio | undefined;
   seq: number;
   /** Webhooks of one call go out one after the other, so SequenceNumber order is send order. */
   chain: Promise<unknown>;
@@ -176,7 +177,7 @@ export class TwilioCalls {
    * voice_url and follows the TwiML. Resolves once the TwiML opened its stream (or ended
    * the call, or reached a verb that waits).
    */
-  async placeInboundCall(opts: { from: string; to: string; accountSid?: string; audio?: Uint8Array }): Promise<TwilioInboundCall> {
+  async placeInboundCall(opts: { from: string; to: string; accountSid?: string; audio?: FarEndAudio }): Promise<TwilioInboundCall> {
     const number = [...this.state.numbers.values()].find(
       (n) => n.phone_number === opts.to && (opts.accountSid === undefined || n.account_sid === opts.accountSid),
     );
@@ -364,7 +365,7 @@ export class TwilioCalls {
     params: TwilioSimForm;
     statusCallback: string | null;
     events: Set<string>;
-    audio: Uint8Array | undefined;
+    audio: FarEndAudio | undefined;
   }): LiveCall {
     let resolveEnded: (status: TwilioSimCallStatus) => void = () => {};
     const ended = new Promise<TwilioSimCallStatus>((resolve) => (resolveEnded = resolve));

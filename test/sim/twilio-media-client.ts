@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
 import { generateDtmf } from '../../voice/audio/dtmf.ts';
 import { encodeMulaw } from '../../voice/audio/mulaw.ts';
-import { FarEndPlayback, mulawTone } from './far-end-playback.ts';
+import { FarEndPlayback, FarEndVoice, mulawTone, type FarEndAudio } from './far-end-playback.ts';
 import { signTwilio } from '../../voice/carriers/twilio-signature.ts';
 
 /** 20 ms of 8 kHz μ-law. */
@@ -31,7 +31,7 @@ export interface TwilioMediaClientOptions {
   /** The `<Parameter>`s of the `<Stream>`. */
   customParameters: Record<string, string>;
   /** μ-law audio played in a loop as the far end's voice; default `mulawTone(440, 1000)`. */
-  audio?: Uint8Array;
+  audio?: FarEndAudio;
   /** Milliseconds between frames (default 20, real time); timestamps still step by 20. */
   frameIntervalMs?: number;
   /** Called once when the socket is closed, by either side. */
@@ -85,7 +85,8 @@ export function mulawDtmf(digit: string, ms: number): Uint8Array {
 
 export function connectTwilioMedia(opts: TwilioMediaClientOptions): TwilioMediaClient {
   const streamSid = 'MZ' + randomBytes(16).toString('hex');
-  const source = opts.audio ?? mulawTone(440, 1000);
+  const voice = opts.audio instanceof FarEndVoice ? opts.audio : null;
+  const source = opts.audio instanceof Uint8Array ? opts.audio : mulawTone(440, 1000);
   if (source.length === 0) throw new RangeError('twilio media client: audio must not be empty');
   const interval = opts.frameIntervalMs ?? FRAME_MS;
 
@@ -116,10 +117,12 @@ export function connectTwilioMedia(opts: TwilioMediaClientOptions): TwilioMediaC
   function sendFrame(): void {
     if (paused) return;
     const frame = new Uint8Array(FRAME_BYTES);
-    for (let i = 0; i < FRAME_BYTES; i++) {
-      frame[i] = source[offset]!;
-      offset = (offset + 1) % source.length;
-    }
+    if (voice) voice.fill(frame);
+    else
+      for (let i = 0; i < FRAME_BYTES; i++) {
+        frame[i] = source[offset]!;
+        offset = (offset + 1) % source.length;
+      }
     chunk++;
     framesSent++;
     send({

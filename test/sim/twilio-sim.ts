@@ -5,6 +5,7 @@
 // table: the number routes here, the call routes and the carrier's call behaviour
 // (callbacks, TwiML, media streams) in twilio-calls.ts.
 
+import type { FarEndAudio } from './far-end-playback.ts';
 import { randomBytes } from 'node:crypto';
 import { paramsToRecord, startSimServer, type RecordedRequest, type SimChaos, type SimClock, type SimFault, type SimResponse } from './sim-http.ts';
 import {
@@ -210,7 +211,7 @@ export interface TwilioSim {
   /** The far end hangs up (a call not yet answered is canceled). */
   hangup(callSid: string): Promise<TwilioSimCallStatus>;
   /** Rings one of the account's numbers and follows the service's TwiML. */
-  placeInboundCall(opts: { from: string; to: string; accountSid?: string; audio?: Uint8Array }): Promise<TwilioInboundCall>;
+  placeInboundCall(opts: { from: string; to: string; accountSid?: string; audio?: FarEndAudio }): Promise<TwilioInboundCall>;
   /**
    * Misbehaves on the next matching request(s) (sim-http.ts): `{status}`, `{delayMs}`,
    * `{drop: true}` (call created, answer lost), `{reset: true}` (nothing created);

@@ -5,7 +5,7 @@ import { createMediaSession } from '../media/session.ts';
 import { createEchoEngine } from './echo.ts';
 import type { MediaOutput } from './engine.ts';
 
-const call = { callId: 'call_1', direction: 'inbound' as const, agentId: null };
+const call = { callId: 'call_1', accountId: 'acct_1', direction: 'inbound' as const, agentId: null, deliver() {} };
 
 function recordingOutput() {
   const played: number[][] = [];

@@ -1,25 +1,36 @@
 // The seam between a call's media stream and whatever talks on it. The media session
 // hands every caller frame to one engine per call; the engine answers through the
 // output it was created with. Engines never see sockets, codecs or carrier ids.
+import type { CallEvent } from '../../machines/call-events.ts';
 import { createEchoEngine } from './echo.ts';
 import { createListenEngine } from './listen.ts';
 
 /** What an engine can do to the caller's line. Safe to call after the stream ended (then a no-op). */
 export interface MediaOutput {
-  /** Queues μ-law 8 kHz audio for playback; may hold several 20 ms frames. Dropped (and counted) when the socket is backed up. */
+  /**
+   * Queues μ-law 8 kHz audio for playback; may hold several 20 ms frames. Dropped (and counted) when the socket is backed up.
+   * `mulaw` is consumed before this returns: callers may reuse the buffer (the playout does, every frame).
+   */
   play(mulaw: Uint8Array): void;
   /** Asks the carrier to return `name` once everything queued before it has played. Never dropped. */
   mark(name: string): void;
   /** Drops everything queued for playback (barge-in). Never dropped. */
   clear(): void;
+  /** True while `play` would drop audio because the socket is backed up, so a playout can hold its place instead. */
+  backedUp?(): boolean;
+  /** Runs `fn` with the socket corked: the sends it makes leave in one write instead of one each. */
+  cork?(fn: () => void): void;
 }
 
 /** The call an engine is created for. */
 export interface EngineCall {
   /** Internal id `call_…`. */
   callId: string;
+  accountId: string;
   direction: 'inbound' | 'outbound';
   agentId: string | null;
+  /** Hands an event to the call's actor (a transcript line, a hang-up request); never throws. */
+  deliver(event: CallEvent): void;
 }
 
 export interface ConversationEngine {
@@ -40,13 +51,16 @@ export interface ConversationEngine {
 
 export type EngineFactory = (output: MediaOutput, call: EngineCall) => ConversationEngine;
 
-/** `MEDIA_ENGINE` values: `listen` until the AI conversation lands, `echo` to test a line. */
-export const MEDIA_ENGINES = ['listen', 'echo'] as const;
+/**
+ * `MEDIA_ENGINE` values: `agent` (the conversation: voice/engine/agent.ts), and two line
+ * tests: `listen` (silent, counts the caller's audio) and `echo` (plays the caller back).
+ */
+export const MEDIA_ENGINES = ['agent', 'listen', 'echo'] as const;
 export type MediaEngineName = (typeof MEDIA_ENGINES)[number];
 
-const FACTORIES: Record<MediaEngineName, EngineFactory> = { listen: createListenEngine, echo: createEchoEngine };
-
-/** The factory `MEDIA_ENGINE` names. */
-export function selectEngine(name: MediaEngineName): EngineFactory {
-  return FACTORIES[name];
+/** The factory `MEDIA_ENGINE` names; the agent's is built by the caller (it needs providers and storage). */
+export function selectEngine(name: MediaEngineName, agent: () => EngineFactory): EngineFactory {
+  if (name === 'listen') return createListenEngine;
+  if (name === 'echo') return createEchoEngine;
+  return agent();
 }

@@ -14,7 +14,7 @@ describe('listen engine', () => {
   it('counts frames, speech and silence time, and DTMF, and never uses its output', () => {
     const used: string[] = [];
     const output: MediaOutput = { play: () => used.push('play'), mark: () => used.push('mark'), clear: () => used.push('clear') };
-    const engine = createListenEngine(output, { callId: 'call_1', direction: 'inbound', agentId: null });
+    const engine = createListenEngine(output, { callId: 'call_1', accountId: 'acct_1', direction: 'inbound', agentId: null, deliver() {} });
     const silence = new Uint8Array(160).fill(MULAW_SILENCE);
     for (let i = 0; i < 10; i++) engine.onAudio(silence, i * 20);
     for (let i = 0; i < 5; i++) engine.onAudio(tone(8192), 200 + i * 20); // -12 dBFS peak: speech

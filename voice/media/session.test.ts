@@ -147,7 +147,7 @@ describe('carrier A (twilio) media session', () => {
     expect(h.claims).toEqual([{ provider: 'twilio', token: 'tok-1', at: NOW }]);
     expect(h.events).toEqual([{ type: 'MEDIA.STARTED', at: NOW }]);
     expect(h.engines).toHaveLength(1);
-    expect(h.engines[0]!.call).toEqual({ callId: 'call_1', direction: 'inbound', agentId: 'agent_1' });
+    expect(h.engines[0]!.call).toMatchObject({ callId: 'call_1', accountId: 'acct_1', direction: 'inbound', agentId: 'agent_1' });
     expect(h.session.state).toBe('streaming');
 
     for (let chunk = 1; chunk <= 3; chunk++) h.session.handle(twilio.media(chunk, frameBytes(chunk)));

@@ -20,6 +20,8 @@ export interface MediaTransport {
   bufferedAmount(): number;
   /** Ends the socket with a websocket close code; the owner then calls `session.close()`. */
   close(code: number, reason: string): void;
+  /** Runs `fn` with the socket corked (uWS `cork`): its sends leave in one write. */
+  cork?(fn: () => void): void;
 }
 
 /** Counters shared by every session of a process (the `/metrics` gauges). */
@@ -150,6 +152,12 @@ export function createMediaSession(opts: MediaSessionOptions): MediaSession {
     clear() {
       if (state === 'streaming') sendControl(CLEAR);
     },
+    backedUp: () => state === 'streaming' && transport.bufferedAmount() > maxBuffered,
+    // A socket that is gone is never touched again (uWS): then `fn` runs plain and its plays are no-ops.
+    cork(fn) {
+      if (state === 'streaming' && transport.cork) transport.cork(fn);
+      else fn();
+    },
   };
 
   function start(frame: StartFrame): void {
@@ -178,7 +186,7 @@ export function createMediaSession(opts: MediaSessionOptions): MediaSession {
     state = 'streaming';
     deliver({ type: 'MEDIA.STARTED', at: clock() });
     try {
-      engine = opts.engine(output, { callId: binding.callId, direction: binding.direction, agentId: binding.agentId });
+      engine = opts.engine(output, { callId: binding.callId, accountId: binding.accountId, direction: binding.direction, agentId: binding.agentId, deliver: binding.deliver });
     } catch (err) {
       // The owner closes the socket on the rethrow; the actor then hears MEDIA.STOPPED.
       engine = MUTE;

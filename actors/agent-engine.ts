@@ -1,0 +1,307 @@
+// The agent engine (MEDIA_ENGINE=agent): the conversation on one call, as an actor of
+// the conversation machine (so it lives in actors/, beside the call actors it reports to). Caller audio goes
+// to the speech recogniser and to the voice activity detector; their events drive the
+// conversation machine (machines/conversation.ts); the machine's effects start, pause,
+// resume and cut replies (voice/conversation/reply.ts) whose audio the call's playout
+// paces to the carrier. Final transcript lines, each reply's latency and the
+// conversation's own hang-ups go to the call's actor as events, so they are durable.
+import { createActor, type Actor } from 'xstate';
+import { performance } from 'node:perf_hooks';
+import { conversationMachine, type ConversationEndReason, type ReplyRequest, type TranscriptLine } from '../machines/conversation.ts';
+import { decodeMulaw } from '../voice/audio/mulaw.ts';
+import type { ConversationSetup } from './conversation-setup.ts';
+import { startReply, type ReplyHandle, type ReplySource, type ReplyTimings } from '../voice/conversation/reply.ts';
+import type { LlmClient, LlmMessage } from '../voice/providers/llm.ts';
+import type { SttClient, SttEvent, SttStream } from '../voice/providers/stt.ts';
+import type { TtsClient } from '../voice/providers/tts.ts';
+import type { ProviderError } from '../voice/providers/errors.ts';
+import { createVadDetector, type VadDetector, type VadEvent } from '../voice/vad/vad-detector.ts';
+import type { VadBatcher } from '../voice/vad/vad-batcher.ts';
+import { createPlayout, type Playout } from '../voice/media/playout.ts';
+import type { PlayoutTicker } from '../voice/media/playout-ticker.ts';
+import type { ConversationEngine, EngineCall, EngineFactory, MediaOutput } from '../voice/engine/engine.ts';
+import type { CallEvent } from '../machines/call-events.ts';
+
+export interface Providers {
+  llm: LlmClient;
+  stt: SttClient;
+  tts: TtsClient;
+}
+
+/** One turn's latency and its parts, in ms (the /metrics histograms and the bench). */
+export interface TurnLatency {
+  /** Caller's end of speech to the reply's first audio frame sent. */
+  totalMs: number;
+  /** End of speech to the recogniser's final words. */
+  sttMs: number;
+  /** The wait after the final words (response_eagerness). */
+  waitMs: number;
+  /**
+   * Model request to its first speakable segment: the first token and the tokens up to
+   * the first sentence or clause end (the model's time, not ours).
+   */
+  llmMs: number;
+  /** First text to the speech stream to its first audio. */
+  ttsMs: number;
+  /** Everything else: the engine's own time (what the bench budgets at 20 ms p95). */
+  engineMs: number;
+}
+
+export interface AgentEngineDeps {
+  /** Null when a provider is not configured: calls then end at once (provider_not_configured). */
+  providers: Providers | null;
+  /** Everything the call's conversation runs on; null when the call cannot be set up (its agent is gone). */
+  loadSetup(call: EngineCall): ConversationSetup | null;
+  /** Null only together with `providers` (nothing runs then). */
+  vad: VadBatcher | null;
+  ticker: PlayoutTicker | null;
+  /** Wall clock for the events the call actor records (epoch ms). */
+  clock: () => number;
+  onTurn?(latency: TurnLatency): void;
+  onProviderError?(call: EngineCall, err: ProviderError): void;
+}
+
+const MUTE: ConversationEngine = { onAudio() {}, onDtmf() {}, close() {} };
+
+export function createAgentEngineFactory(deps: AgentEngineDeps): EngineFactory {
+  return (output, call) => {
+    const providers = deps.providers;
+    const setup = providers ? deps.loadSetup(call) : null;
+    if (!providers || !setup || !deps.vad || !deps.ticker) {
+      // Nobody could talk on this call: end it at once rather than leave the line silent.
+      call.deliver({ type: 'HANGUP.REQUESTED', at: deps.clock(), reason: providers ? 'provider_error' : 'provider_not_configured' });
+      return MUTE;
+    }
+    return createAgentEngine(output, call, setup, providers, { ...deps, vad: deps.vad, ticker: deps.ticker });
+  };
+}
+
+type LiveDeps = AgentEngineDeps & { vad: VadBatcher; ticker: PlayoutTicker };
+
+function createAgentEngine(output: MediaOutput, call: EngineCall, setup: ConversationSetup, providers: Providers, deps: LiveDeps): ConversationEngine {
+  const now = () => performance.now();
+  const playout: Playout = createPlayout(output);
+  let closed = false;
+  let reply: ReplyHandle | null = null;
+  let replies = 0;
+  /** Caller audio received, in ms (8 μ-law bytes per ms). */
+  let audioMs = 0;
+  /** Audio position of the last window the detector judged voiced. */
+  let lastVoicedMs = 0;
+  /** performance.now() of the caller's end of speech for the turn being answered, and of its final words. */
+  let turnSpeechEndAt: number | null = null;
+  let turnFinalAt: number | null = null;
+  let pendingLatency: TurnLatency | null = null;
+  const pcm = new Int16Array(160);
+  // The call actor hears from the conversation after the conversation's step is over, in
+  // order: its supervisor must not run inside one of this machine's actions.
+  const toCall = (event: CallEvent): void => queueMicrotask(() => call.deliver(event));
+
+  const actor: Actor<typeof conversationMachine> = createActor(
+    conversationMachine.provide({
+      actions: {
+        startReply: (_, params: ReplyRequest) => beginReply(params),
+        interruptReply: () => reply?.interrupt(),
+        cancelReply: () => {
+          reply?.cancel();
+          reply = null;
+        },
+        pausePlayback: () => playout.pause(),
+        resumePlayback: () => playout.resume(),
+        recordLine: (_, line: { speaker: 'agent' | 'caller'; text: string }) => {
+          if (line.text.trim() === '') return;
+          const latency = line.speaker === 'agent' ? pendingLatency : null;
+          if (line.speaker === 'agent') pendingLatency = null;
+          toCall({
+            type: 'CONVERSATION.LINE',
+            at: deps.clock(),
+            speaker: line.speaker,
+            text: line.text.slice(0, 20_000),
+            ...(latency ? { latencyMs: Math.round(latency.totalMs) } : {}),
+          });
+        },
+        requestHangup: (_, params: { reason: ConversationEndReason }) => {
+          toCall({ type: 'HANGUP.REQUESTED', at: deps.clock(), reason: params.reason });
+        },
+      },
+    }),
+    { input: setup.conversation },
+  );
+
+  const vad: VadDetector = createVadDetector({
+    batcher: deps.vad,
+    onEvent: (e: VadEvent) => {
+      if (closed) return;
+      actor.send({ type: e.type === 'speech_start' ? 'SPEECH.START' : 'SPEECH.END' });
+    },
+  });
+
+  const stt: SttStream = providers.stt.open({
+    language: setup.stt.language,
+    keyterms: setup.stt.keyterms,
+    onEvent: (e: SttEvent) => {
+      if (closed) return;
+      switch (e.type) {
+        case 'interim':
+          actor.send({ type: 'WORDS', text: e.text, final: false, endOfTurn: false });
+          return;
+        case 'final': {
+          const endOfTurn = e.speechFinal || !vad.speaking;
+          if (endOfTurn && e.text.trim() !== '') markTurnEnd();
+          actor.send({ type: 'WORDS', text: e.text, final: true, endOfTurn });
+          return;
+        }
+        case 'utterance_end':
+          markTurnEnd();
+          actor.send({ type: 'UTTERANCE.END' });
+          return;
+        case 'speech_started':
+          return; // the detector on our side decides; the provider's hint would double it
+        case 'error':
+          deps.onProviderError?.(call, e.error);
+          actor.send({ type: 'STT.FAILED' });
+          return;
+      }
+    },
+  });
+
+  /** The caller's words are final: when did their speech end (wall time), for the latency. */
+  function markTurnEnd(): void {
+    // Words over the agent's reply (a backchannel) do not end a turn of the caller's.
+    const state = actor.getSnapshot();
+    if (state.matches('speaking') || state.matches('thinking')) return;
+    const t = now();
+    turnFinalAt ??= t;
+    turnSpeechEndAt ??= t - Math.max(0, audioMs - lastVoicedMs);
+  }
+
+  function history(lines: readonly TranscriptLine[]): LlmMessage[] {
+    const messages: LlmMessage[] = [{ role: 'system', content: setup.systemPrompt }];
+    for (const l of lines) messages.push(l.speaker === 'agent' ? { role: 'assistant', content: l.text } : { role: 'user', content: l.text });
+    return messages;
+  }
+
+  function sourceFor({ kind, lines, greeted }: ReplyRequest): ReplySource {
+    const model = (extra?: string): ReplySource => {
+      const messages = history(lines);
+      if (extra) messages.push({ role: 'system', content: extra });
+      return { kind: 'model', messages, tools: setup.tools, temperature: setup.temperature, maxTokens: setup.maxTokens };
+    };
+    const greeting = setup.greeting;
+    switch (kind) {
+      case 'greeting':
+        return greeting.mode === 'static' ? { kind: 'text', text: greeting.text } : model(greeting.instruction);
+      case 'answer':
+        if (greeted) return model();
+        // The caller spoke before the agent greeted: the answer opens with the greeting.
+        return model(greeting.mode === 'static' ? `You have not greeted the caller yet: begin your reply with "${greeting.text}"` : greeting.instruction);
+      case 'fallback':
+        return { kind: 'text', text: setup.fallbackMessage };
+      case 'apology':
+        return { kind: 'text', text: setup.apology };
+    }
+  }
+
+  function beginReply(request: ReplyRequest): void {
+    const kind = request.kind;
+    reply?.cancel();
+    const answering = kind === 'answer' && turnSpeechEndAt !== null;
+    const speechEnd = turnSpeechEndAt;
+    const finalAt = turnFinalAt;
+    turnSpeechEndAt = null;
+    turnFinalAt = null;
+    const id = ++replies;
+    const handle = startReply(
+      id,
+      sourceFor(request),
+      { llm: providers.llm, tts: providers.tts, voice: setup.voice, playout: playoutForReplies, now },
+      {
+        firstAudio(t: ReplyTimings) {
+          if (closed || reply !== handle) return;
+          if (answering && speechEnd !== null && finalAt !== null) {
+            pendingLatency = latencyOf(speechEnd, finalAt, t);
+            deps.onTurn?.(pendingLatency);
+          }
+          actor.send({ type: 'REPLY.AUDIO' });
+        },
+        ended(heard, complete) {
+          if (closed || reply !== handle) return;
+          reply = null;
+          // An interruption reports from inside the machine's own action: the event waits for that step to finish.
+          queueMicrotask(() => {
+            if (!closed) actor.send({ type: 'REPLY.ENDED', heard, complete });
+          });
+        },
+        failed(provider, err) {
+          if (closed || reply !== handle) return;
+          reply = null;
+          deps.onProviderError?.(call, err);
+          actor.send({ type: 'REPLY.FAILED', provider, retryable: err.retryable });
+        },
+        toolCall(name) {
+          if (closed || reply !== handle) return;
+          if (name === 'end_call' && setup.tools.some((t) => t.function.name === 'end_call')) actor.send({ type: 'END_CALL' });
+        },
+      },
+    );
+    reply = handle;
+  }
+
+  function latencyOf(speechEnd: number, finalAt: number, t: ReplyTimings): TurnLatency {
+    const first = t.firstFrameSentAt ?? now();
+    const totalMs = Math.max(0, first - speechEnd);
+    const sttMs = Math.max(0, finalAt - speechEnd);
+    const waitMs = Math.max(0, t.startedAt - finalAt);
+    // A fixed line (fallback, apology) has no model time.
+    const llmMs = t.llmFirstTokenAt !== null && t.ttsFirstPushAt !== null ? Math.max(0, t.ttsFirstPushAt - t.startedAt) : 0;
+    const ttsMs = t.ttsFirstAudioAt !== null && t.ttsFirstPushAt !== null ? Math.max(0, t.ttsFirstAudioAt - t.ttsFirstPushAt) : 0;
+    return { totalMs, sttMs, waitMs, llmMs, ttsMs, engineMs: Math.max(0, totalMs - sttMs - waitMs - llmMs - ttsMs) };
+  }
+
+  // The reply sees the playout through this adapter; the engine learns of sent audio after each tick.
+  const playoutForReplies = {
+    enqueue: (mulaw: Uint8Array, tag: number) => playout.enqueue(mulaw, tag),
+    markEnd: (name: string) => playout.markEnd(name),
+    clear: () => playout.clear(),
+    progress: (tag: number) => playout.progress(tag),
+  };
+  // Ticked by the process's one 20 ms clock; after each tick the reply learns whether its first frame went out.
+  const tickable = {
+    tick(at: number) {
+      playout.tick(at);
+      reply?.onSent(at);
+    },
+  };
+  deps.ticker.add(tickable);
+
+  actor.start();
+
+  return {
+    onAudio(mulaw) {
+      if (closed) return;
+      stt.send(mulaw);
+      const samples = mulaw.length === 160 ? decodeMulaw(mulaw, pcm) : decodeMulaw(mulaw);
+      vad.push(samples);
+      audioMs += mulaw.length / 8;
+      if (vad.probability >= 0.35) lastVoicedMs = vad.processedMs;
+    },
+    onDtmf() {
+      // Keypad input reaches the model in the next issue (agent behaviours).
+    },
+    onMark(name) {
+      playout.onMark(name);
+    },
+    close() {
+      if (closed) return;
+      closed = true;
+      reply?.cancel();
+      reply = null;
+      actor.send({ type: 'HANGUP' });
+      actor.stop();
+      deps.ticker.remove(tickable);
+      playout.close();
+      vad.close();
+      stt.close();
+    },
+  };
+}
