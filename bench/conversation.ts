@@ -318,7 +318,7 @@ export async function runConversationBench(o: ConversationBenchOptions): Promise
     llm.reply(...Array.from({ length: n * turns }, () => ({ text: REPLY })));
     const before = (await api(url, 'GET', '/metrics')).text;
     const stalls = monitorStalls();
-    await serverLoopDelay(child); // from here
+    await serverLoopDelay(child); // resets the server's record: what it reports next is this step's
     const sample = (): Sample => ({ at: performance.now(), server: processTicks(child.pid!), bench: processTicks(process.pid), machine: machineTicks() });
     const start = sample();
     // CPU is measured while every conversation is live: from the last greeting to the first hang-up.
@@ -344,8 +344,7 @@ export async function runConversationBench(o: ConversationBenchOptions): Promise
     const end = sample();
     const serverLag = await serverLoopDelay(child);
     // A window shorter than a second (or none: a call never greeted) says little: the whole step instead.
-    const window = windowOf(open, close) ?? [start, end];
-    const [w0, w1] = window;
+    const [w0, w1] = windowOf(open, close) ?? [start, end];
     const wall = (w1.at - w0.at) / 1000;
     const total = w1.machine[2] - w0.machine[2];
     const coreShare = (ticks: number): number => (ticks / hz / wall) * 100;
@@ -459,16 +458,20 @@ export async function runConversationBench(o: ConversationBenchOptions): Promise
             `server CPU ${best.serverCpu.toFixed(0)}% of it (goal: 300 conversations per core)`
         : `\nno step met engine p95 <= ${o.p95LimitMs} ms with no underrun and no failed call (goal: 300 conversations per core)`,
     );
-    // What one more conversation costs, from the two busiest steps the server was not saturated in (fixed costs cancel out).
-    const unsaturated = results.filter((r) => r.serverCpu < 90);
-    const [a, b] = [unsaturated.at(-2), unsaturated.at(-1)];
-    if (a && b && b.n > a.n && b.serverCpu > a.serverCpu) {
-      const marginal = (b.serverCpu - a.serverCpu) / (b.n - a.n);
-      const fixed = b.serverCpu - marginal * b.n;
-      console.log(
-        `server CPU per added conversation (steps ${a.n} -> ${b.n}): ${marginal.toFixed(3)}% of a core, plus ${fixed.toFixed(0)}% fixed: ` +
-          `a core would hold ≈ ${Math.floor((100 - fixed) / marginal)} at full CPU`,
-      );
+    // What one more conversation costs: a least-squares line through the steps the server was
+    // not saturated in (fixed costs, such as the VAD batcher's and playout clock's timers, are its intercept).
+    const fit = results.filter((r) => r.serverCpu < 90);
+    if (fit.length >= 2) {
+      const mx = fit.reduce((a, r) => a + r.n, 0) / fit.length;
+      const my = fit.reduce((a, r) => a + r.serverCpu, 0) / fit.length;
+      const marginal = fit.reduce((a, r) => a + (r.n - mx) * (r.serverCpu - my), 0) / fit.reduce((a, r) => a + (r.n - mx) ** 2, 0);
+      const fixed = my - marginal * mx;
+      if (marginal > 0) {
+        console.log(
+          `server CPU per added conversation (fit over ${fit.map((r) => r.n).join(', ')}): ${marginal.toFixed(3)}% of a core, plus ${fixed.toFixed(0)}% fixed: ` +
+            `a core at full CPU would hold ≈ ${Math.floor((100 - fixed) / marginal)}`,
+        );
+      }
     }
     if (!o.keepGoing && results.length < o.steps.length) console.log('(the ramp stopped at the first step that missed the goal; BENCH_CONVERSATION_KEEP_GOING=1 runs every step)');
   } finally {

@@ -16,6 +16,7 @@
 //     together each reach their own actor, whose own schema parses the event.
 // SECOND_KIND_SEED reproduces a run's kill moments; SECOND_KIND_KILLS sets how many;
 // SECOND_KIND_TARGET the ticks to count in the child (50 ms apart; 40, or 10 per kill).
+import { mulberry32 } from '../sim/sim-http.ts';
 import Database from 'better-sqlite3';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
@@ -34,16 +35,7 @@ const SEED = Number(process.env['SECOND_KIND_SEED'] ?? Math.floor(Math.random() 
 const KILLS = Number(process.env['SECOND_KIND_KILLS'] ?? 3);
 
 /** mulberry32: the kill moments of a run follow from its seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 async function eventually<T>(probe: () => T | undefined | false, ms: number, what: string): Promise<T> {
   const until = Date.now() + ms;
