@@ -61,6 +61,9 @@ export interface AgentEngineDeps {
   onProviderError?(call: EngineCall, err: ProviderError): void;
 }
 
+/** Audio kept at the carrier ahead of real time (see voice/media/playout.ts). */
+export const PLAYOUT_LEAD_MS = 120;
+
 const MUTE: ConversationEngine = { onAudio() {}, onDtmf() {}, close() {} };
 
 export function createAgentEngineFactory(deps: AgentEngineDeps): EngineFactory {
@@ -80,7 +83,10 @@ type LiveDeps = AgentEngineDeps & { vad: VadBatcher; ticker: PlayoutTicker };
 
 function createAgentEngine(output: MediaOutput, call: EngineCall, setup: ConversationSetup, providers: Providers, deps: LiveDeps): ConversationEngine {
   const now = () => performance.now();
-  const playout: Playout = createPlayout(output);
+  // On the ticker's clock, so a reply's first frames leave as soon as they exist. The
+  // carrier holds PLAYOUT_LEAD_MS of audio: an event-loop stall shorter than that is not
+  // heard, and a barge-in's `clear` drops it anyway.
+  const playout: Playout = createPlayout(output, { now: () => performance.now(), leadMs: PLAYOUT_LEAD_MS });
   let closed = false;
   let reply: ReplyHandle | null = null;
   let replies = 0;
@@ -264,6 +270,7 @@ function createAgentEngine(output: MediaOutput, call: EngineCall, setup: Convers
     markEnd: (name: string) => playout.markEnd(name),
     clear: () => playout.clear(),
     progress: (tag: number) => playout.progress(tag),
+    aheadMs: (at: number) => playout.aheadMs(at),
   };
   // Ticked by the process's one 20 ms clock; after each tick the reply learns whether its first frame went out.
   const tickable = {

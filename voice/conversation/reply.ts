@@ -18,6 +18,8 @@ export interface ReplyPlayout {
   clear(): void;
   /** Milliseconds of audio with this tag sent to the carrier. */
   progress(tag: number): number;
+  /** Audio sent that the carrier has not played yet at `nowMs` (same clock as `now`). */
+  aheadMs(nowMs: number): number;
 }
 
 export type ReplySource =
@@ -95,6 +97,11 @@ export function startReply(id: number, source: ReplySource, deps: ReplyDeps, eve
       if (seg) seg.audioBytes += mulaw.length;
       audioQueued = true;
       playout.enqueue(mulaw, tagBase + segment);
+      // The playout sends an utterance's first frames at once: note it now, not at the next tick.
+      if (timings.firstFrameSentAt === null && sentOf(0) > 0) {
+        timings.firstFrameSentAt = now();
+        events.firstAudio(timings);
+      }
     },
     segmentDone(segment) {
       const seg = segments[segment];
@@ -121,16 +128,20 @@ export function startReply(id: number, source: ReplySource, deps: ReplyDeps, eve
     utterance.push(text);
   }
 
+  /** The words played so far: audio sent, less what the carrier still holds unplayed. */
   function heard(): string {
+    const sent = segments.map((_, i) => sentOf(i));
+    let played = Math.max(0, sent.reduce((a, b) => a + b, 0) - playout.aheadMs(now()));
     const parts: string[] = [];
-    for (let i = 0; i < segments.length; i++) {
+    for (let i = 0; i < segments.length && played > 0; i++) {
       const seg = segments[i]!;
-      const sent = sentOf(i);
-      if (sent <= 0) break;
       const total = seg.audioBytes / 8;
-      const part = heardPart(seg.text, seg.done && total > 0 ? sent / total : Math.min(0.99, sent / Math.max(total, 1)));
+      const p = Math.min(played, sent[i]!);
+      played -= p;
+      const share = seg.done && total > 0 ? p / total : Math.min(0.99, p / Math.max(total, 1));
+      const part = heardPart(seg.text, share);
       if (part) parts.push(part);
-      if (!(seg.done && sent >= total)) break;
+      if (share < 1) break;
     }
     return parts.join(' ');
   }

@@ -463,3 +463,45 @@ describe('on a real media socket', () => {
     expect(ticker.size).toBe(0);
   });
 });
+
+describe('an utterance starting between ticks', () => {
+  it('with a clock, its first frames leave at once (the lead), then one per tick', () => {
+    const rec = recordingOutput();
+    let t = 1000;
+    const p = createPlayout(rec.output, { now: () => t });
+    p.tick(990);
+    t = 1005;
+    p.enqueue(ramp(200));
+    // The lead (60 ms) leaves now, corked, rather than at the tick of 1010.
+    expect(rec.frames()).toHaveLength(3);
+    expect(rec.sent.every((s) => s.kind !== 'play' || s.corked)).toBe(true);
+    p.tick(1010);
+    expect(rec.frames()).toHaveLength(3);
+    p.tick(1030);
+    expect(rec.frames()).toHaveLength(4);
+    expect(rec.audio()).toEqual(Buffer.from(ramp(200).subarray(0, 4 * FRAME_BYTES)));
+  });
+
+  it('waits for the jitter buffer, and without a clock leaves on ticks only', () => {
+    const rec = recordingOutput();
+    const p = createPlayout(rec.output, { now: () => 0 });
+    p.enqueue(ramp(20));
+    expect(rec.frames()).toHaveLength(0);
+    p.enqueue(ramp(20, 160));
+    expect(rec.frames()).toHaveLength(2);
+    const plain = recordingOutput();
+    const q = createPlayout(plain.output);
+    q.enqueue(ramp(200));
+    expect(plain.frames()).toHaveLength(0);
+    q.tick(0);
+    expect(plain.frames()).toHaveLength(3);
+  });
+
+  it('does not start while paused', () => {
+    const rec = recordingOutput();
+    const p = createPlayout(rec.output, { now: () => 0 });
+    p.pause();
+    p.enqueue(ramp(200));
+    expect(rec.frames()).toHaveLength(0);
+  });
+});

@@ -45,6 +45,12 @@ export interface PlayoutOptions {
   leadMs?: number;
   /** Audio queued before an utterance starts (default 40 ms). */
   jitterMs?: number;
+  /**
+   * The ticks' clock. Given, an utterance's first frames are sent as soon as its jitter
+   * buffer is full, at this time, instead of at the next tick: waiting for the tick adds
+   * up to 20 ms to every reply. Without it audio leaves on ticks only.
+   */
+  now?: () => number;
 }
 
 export interface Playout {
@@ -113,6 +119,7 @@ export function createPlayout(output: MediaOutput, opts: PlayoutOptions = {}): P
   if (!(leadMs >= FRAME_MS)) throw new RangeError(`playout: leadMs must be at least ${FRAME_MS}, got ${leadMs}`);
   if (!(jitterMs >= 0)) throw new RangeError(`playout: jitterMs must not be negative, got ${jitterMs}`);
   const jitterBytes = Math.round(jitterMs * BYTES_PER_MS);
+  const clock = opts.now;
   // Send while the carrier holds at most this much: the lead, rounded to the nearest frame.
   const sendBelow = leadMs - FRAME_MS / 2;
 
@@ -289,6 +296,12 @@ export function createPlayout(output: MediaOutput, opts: PlayoutOptions = {}): P
       const last = runs.length > runHead ? runs[runs.length - 1]! : undefined;
       if (last && last.tag === tag) last.end = written;
       else runs.push({ end: written, tag });
+      // An utterance starting (or restarting after a gap): its first frames leave now.
+      if (clock && buffering && !paused && size >= jitterBytes) {
+        tickNow = clock();
+        if (output.cork) output.cork(flush);
+        else flush();
+      }
     },
     markEnd(name) {
       if (closed) return Promise.resolve(false);

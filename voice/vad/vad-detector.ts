@@ -12,7 +12,7 @@
 // than letting the delay grow. After `resetAfterSilenceMs` of silence the recurrent state
 // is zeroed, as Pipecat does every 5 s, so hours of line noise cannot drift it somewhere
 // the model never saw in training; during speech it is never touched.
-import { SILERO_CONTEXT_SAMPLES, SILERO_INPUT_SAMPLES, SILERO_STATE_SIZE, SILERO_WINDOW_MS } from './silero-model.ts';
+import { SILERO_CONTEXT_SAMPLES, SILERO_INPUT_SAMPLES, SILERO_STATE_SIZE, SILERO_WINDOW_MS, SILERO_WINDOW_SAMPLES } from './silero-model.ts';
 import type { VadBatcher, VadClient } from './vad-batcher.ts';
 import { createVadHysteresis, VAD_DEFAULTS, type VadEvent, type VadHysteresisOptions } from './vad-hysteresis.ts';
 
@@ -28,6 +28,13 @@ export interface VadDetectorOptions extends Omit<VadHysteresisOptions, 'windowMs
   resetAfterSilenceMs?: number;
   /** Windows that may wait here while one is in the batcher (default 8: 256 ms). */
   maxQueuedWindows?: number;
+  /**
+   * Windows quieter than this (RMS, dBFS) are judged silence without the model (default
+   * -60; null: every window goes to the model). A phone line between words is mostly
+   * near-digital silence, and the model costs far more than summing 256 squares; speech
+   * is 30 dB and more above this.
+   */
+  gateDbfs?: number | null;
 }
 
 export interface VadDetectorStats {
@@ -39,6 +46,8 @@ export interface VadDetectorStats {
   failed: number;
   /** Times the model state was zeroed after silence. */
   resets: number;
+  /** Windows judged silence by the level gate, without the model. */
+  gated: number;
 }
 
 export interface VadDetector {
@@ -85,7 +94,8 @@ export function createVadDetector(options: VadDetectorOptions): VadDetector {
   let probability = 0;
   let processedMs = 0;
   let quietMs = 0;
-  const counts: VadDetectorStats = { windows: 0, dropped: 0, failed: 0, resets: 0 };
+  const counts: VadDetectorStats = { windows: 0, dropped: 0, failed: 0, resets: 0, gated: 0 };
+  const gate = options.gateDbfs === null ? -1 : 10 ** ((options.gateDbfs ?? -60) / 10) * SILERO_WINDOW_SAMPLES;
 
   const client: VadClient = {
     state: new Float32Array(SILERO_STATE_SIZE),
@@ -128,10 +138,36 @@ export function createVadDetector(options: VadDetectorOptions): VadDetector {
     batcher.submit(client, window);
   }
 
+  /** Sum of squares of the window's new samples (floats in [-1, 1]). */
+  function energy(): number {
+    let sum = 0;
+    for (let i = SILERO_CONTEXT_SAMPLES; i < SILERO_INPUT_SAMPLES; i++) sum += building[i]! * building[i]!;
+    return sum;
+  }
+
+  /**
+   * A window the gate judged silent: what the model's 0 would have done, in order. The
+   * recurrent state starts afresh, as at the start of a call: left as it was, it would
+   * carry the end of the last speech into the next.
+   */
+  function judgedQuiet(index: number): void {
+    counts.gated++;
+    client.state.fill(0);
+    probability = 0;
+    processedMs = (index + 1) * SILERO_WINDOW_MS;
+    const event = hysteresis.update(0, processedMs);
+    quietMs += SILERO_WINDOW_MS;
+    options.onProbability?.(0, processedMs);
+    if (event) onEvent(event);
+  }
+
   /** The window in `building` is complete. */
   function windowDone(): void {
     const index = cut++;
-    if (!awaiting) {
+    // Gated only when nothing is pending, so windows are still judged in order.
+    if (!awaiting && queued === 0 && energy() < gate) {
+      judgedQuiet(index);
+    } else if (!awaiting) {
       submit(building, index);
     } else {
       if (queued === ringSize) {

@@ -62,8 +62,10 @@ async function detect(mulaw: Uint8Array, frame = 160, options: Partial<VadDetect
   });
   for (let at = 0; at < pcm.length; at += frame) detector.push(pcm.subarray(at, at + frame));
   const deadline = Date.now() + 8000;
-  while (detector.stats().windows < windows && Date.now() < deadline) await sleep(2);
-  expect(detector.stats()).toMatchObject({ windows, dropped: 0, failed: 0 });
+  const judged = () => detector.stats().windows + detector.stats().gated;
+  while (judged() < windows && Date.now() < deadline) await sleep(2);
+  expect(judged()).toBe(windows);
+  expect(detector.stats()).toMatchObject({ dropped: 0, failed: 0 });
   return { events, probabilities, detector };
 }
 
@@ -146,7 +148,8 @@ describe('batching across calls', () => {
       { audio: concatMulaw(loadSpeechFixture('yeah'), loadSpeechFixture('okay')), frame: 160 },
     ];
     const before = batcher.stats();
-    const batched = await Promise.all(calls.map((c) => detect(c.audio, c.frame)));
+    // The model's own probabilities for every window: no level gate.
+    const batched = await Promise.all(calls.map((c) => detect(c.audio, c.frame, { gateDbfs: null })));
     const shared = batcher.stats();
     // They really were run together: windows of several calls shared inferences.
     expect(shared.maxBatch).toBeGreaterThanOrEqual(calls.length);
@@ -162,11 +165,31 @@ describe('batching across calls', () => {
   });
 });
 
+describe('the level gate', () => {
+  it('judges digital silence without the model, and still finds the speech after it', async () => {
+    const audio = concatMulaw(silenceMulaw(2000), loadSpeechFixture('book-table'), silenceMulaw(1000));
+    const before = batcher.stats().windows;
+    const run = await detect(audio);
+    const s = run.detector.stats();
+    expect(s.gated).toBeGreaterThanOrEqual(Math.floor(2000 / 32) - 1);
+    expect(batcher.stats().windows - before).toBe(s.windows);
+    expect(run.events.map((e) => e.type)).toEqual(['speech_start', 'speech_end']);
+    expect(run.events[0]!.atMs).toBeGreaterThanOrEqual(1950);
+    expect(run.events[0]!.atMs).toBeLessThan(2100);
+  });
+
+  it('lets line noise through to the model (it is above the gate) and finds no speech in it', async () => {
+    const run = await detect(lineNoiseMulaw(1500, { seed: 9 }));
+    expect(run.detector.stats().gated).toBe(0);
+    expect(run.events).toEqual([]);
+  });
+});
+
 describe('closing a detector', () => {
   it('delivers no event after close, even for windows already in the batcher, while the other calls carry on', async () => {
     const speech = concatMulaw(silenceMulaw(200), loadSpeechFixture('book-table'), silenceMulaw(1000));
     const closedEvents: VadEvent[] = [];
-    const closing = createVadDetector({ batcher, onEvent: (e) => closedEvents.push(e), maxQueuedWindows: 1000 });
+    const closing = createVadDetector({ batcher, onEvent: (e) => closedEvents.push(e), maxQueuedWindows: 1000, gateDbfs: null });
     const pcm = decodeMulaw(speech);
     const other = detect(speech);
     for (let at = 0; at < pcm.length; at += 160) closing.push(pcm.subarray(at, at + 160));
@@ -182,7 +205,7 @@ describe('closing a detector', () => {
   it('stops a detector mid-speech with no speech_end', async () => {
     const pcm = decodeMulaw(concatMulaw(silenceMulaw(200), loadSpeechFixture('maria-order')));
     const events: VadEvent[] = [];
-    const detector = createVadDetector({ batcher, onEvent: (e) => events.push(e), maxQueuedWindows: 1000 });
+    const detector = createVadDetector({ batcher, onEvent: (e) => events.push(e), maxQueuedWindows: 1000, gateDbfs: null });
     for (let at = 0; at < 8000; at += 160) detector.push(pcm.subarray(at, at + 160)); // the first second
     const deadline = Date.now() + 5000;
     while (!detector.speaking && Date.now() < deadline) await sleep(2);
