@@ -165,10 +165,23 @@ describe('deepgram live client', () => {
     expect(event.error.message).not.toContain('revoked');
   });
 
+  it('sends audio 40 ms at a time, and a Finalize sends the frames still gathered first', async () => {
+    const { stream } = open();
+    const conns = sim.connections.length;
+    await until(() => sim.connections[conns]?.open, 'the socket');
+    sendAudio(stream, 100, false);
+    await until(() => sim.connections[conns]!.bytes === 640, 'two 40 ms messages');
+    stream.finalize();
+    await until(() => sim.connections[conns]!.control.includes('Finalize'), 'the Finalize');
+    expect(sim.connections[conns]!.bytes).toBe(800);
+    stream.close();
+  });
+
   it('gives up after its reconnection attempts with one retryable error', async () => {
     const { stream, events } = open({ reconnectDelaysMs: [30, 30, 30] });
     sendAudio(stream, 100, false);
-    await until(() => sim.connections[0]?.bytes === 800, 'the first audio');
+    // Audio goes out 40 ms at a time: of 100 ms, the last frame waits for the next one.
+    await until(() => sim.connections[0]?.bytes === 640, 'the first audio');
     sim.fail('unavailable', 10);
     sim.fail('drop');
     await until(() => events.length > 0, 'the error');

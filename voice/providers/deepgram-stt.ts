@@ -104,6 +104,9 @@ interface DeepgramMessage {
   channel?: { alternatives?: { transcript?: string }[] };
 }
 
+/** 40 ms of μ-law 8 kHz: Deepgram takes chunks of 20 to 250 ms. */
+const BATCH_BYTES = 320;
+
 class DeepgramStream implements SttStream {
   private ws: WebSocket | null = null;
   private isOpen = false;
@@ -120,6 +123,9 @@ class DeepgramStream implements SttStream {
   private ring: Uint8Array | null = null;
   private ringStart = 0;
   private ringLength = 0;
+  // Audio gathered for the next message (see send).
+  private readonly batch = new Uint8Array(BATCH_BYTES);
+  private batched = 0;
 
   constructor(
     private readonly url: string,
@@ -131,6 +137,27 @@ class DeepgramStream implements SttStream {
 
   send(mulaw: Uint8Array): void {
     if (this.ended || mulaw.length === 0) return;
+    // Two 20 ms frames per message: half the websocket writes (a tenth of the engine's
+    // CPU per call went to them) for at most 20 ms more before the words are heard.
+    if (this.batched + mulaw.length <= BATCH_BYTES) {
+      this.batch.set(mulaw, this.batched);
+      this.batched += mulaw.length;
+      if (this.batched >= BATCH_BYTES) this.flushBatch();
+      return;
+    }
+    this.flushBatch();
+    this.sendNow(mulaw);
+  }
+
+  /** Sends what the batch holds (the last frames before a Finalize or the end must go too). */
+  private flushBatch(): void {
+    if (this.batched === 0) return;
+    const n = this.batched;
+    this.batched = 0;
+    this.sendNow(this.batch.subarray(0, n));
+  }
+
+  private sendNow(mulaw: Uint8Array): void {
     // readyState, not just isOpen: between the server's close and our `close` event ws
     // would silently drop what we send, and that audio belongs on the next socket.
     if (this.isOpen && this.ws && this.ws.readyState === WebSocket.OPEN) {
@@ -145,6 +172,7 @@ class DeepgramStream implements SttStream {
 
   finalize(): void {
     if (this.ended) return;
+    this.flushBatch();
     if (this.isOpen && this.ws && this.ws.readyState === WebSocket.OPEN) {
       this.ws.send(FINALIZE);
       this.lastSentAt = performance.now();
@@ -156,6 +184,7 @@ class DeepgramStream implements SttStream {
 
   close(): void {
     if (this.ended) return;
+    if (this.isOpen) this.flushBatch();
     this.ended = true;
     this.stopTimers();
     this.ring = null;
