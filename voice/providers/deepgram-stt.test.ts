@@ -168,7 +168,7 @@ describe('deepgram live client', () => {
   it('sends audio 40 ms at a time, and a Finalize sends the frames still gathered first', async () => {
     const { stream } = open();
     const conns = sim.connections.length;
-    await until(() => sim.connections[conns]?.open, 'the socket');
+    await until(() => sim.connections[conns]?.open === true, 'the socket');
     sendAudio(stream, 100, false);
     await until(() => sim.connections[conns]!.bytes === 640, 'two 40 ms messages');
     stream.finalize();
