@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import type { MediaOutput } from '../engine/engine.ts';
-import { createPlayout, createPlayoutTicker, DEFAULT_LEAD_MS, FRAME_BYTES, type Playout } from './playout.ts';
+import { createPlayout, DEFAULT_LEAD_MS, FRAME_BYTES, type Playout } from './playout.ts';
 
 type Sent = { kind: 'play'; bytes: Uint8Array; corked: boolean } | { kind: 'mark'; name: string; corked: boolean } | { kind: 'clear' };
 
