@@ -16,6 +16,7 @@ import type { SttClient, SttEvent, SttStream } from '../voice/providers/stt.ts';
 import type { TtsClient } from '../voice/providers/tts.ts';
 import type { ProviderError } from '../voice/providers/errors.ts';
 import { createVadDetector, type VadDetector, type VadEvent } from '../voice/vad/vad-detector.ts';
+import { VAD_DEFAULTS } from '../voice/vad/vad-hysteresis.ts';
 import type { VadBatcher } from '../voice/vad/vad-batcher.ts';
 import { createPlayout, type Playout } from '../voice/media/playout.ts';
 import type { PlayoutTicker } from '../voice/media/playout-ticker.ts';
@@ -86,7 +87,7 @@ function createAgentEngine(output: MediaOutput, call: EngineCall, setup: Convers
   // On the ticker's clock, so a reply's first frames leave as soon as they exist. The
   // carrier holds PLAYOUT_LEAD_MS of audio: an event-loop stall shorter than that is not
   // heard, and a barge-in's `clear` drops it anyway.
-  const playout: Playout = createPlayout(output, { now: () => performance.now(), leadMs: PLAYOUT_LEAD_MS });
+  const playout: Playout = createPlayout(output, { now, leadMs: PLAYOUT_LEAD_MS });
   let closed = false;
   let reply: ReplyHandle | null = null;
   let replies = 0;
@@ -290,7 +291,7 @@ function createAgentEngine(output: MediaOutput, call: EngineCall, setup: Convers
       const samples = mulaw.length === 160 ? decodeMulaw(mulaw, pcm) : decodeMulaw(mulaw);
       vad.push(samples);
       audioMs += mulaw.length / 8;
-      if (vad.probability >= 0.35) lastVoicedMs = vad.processedMs;
+      if (vad.probability >= VAD_DEFAULTS.deactivation) lastVoicedMs = vad.processedMs;
     },
     onDtmf() {
       // Keypad input reaches the model in the next issue (agent behaviours).

@@ -30,6 +30,8 @@
 // would make the service look worse than it is.
 // The ramp stops at the first step whose engine p95 passes `p95LimitMs`, or that heard an
 // underrun, or lost a call (unless `keepGoing`).
+import { remote } from '../test/runtime/support.ts';
+import type { TestResponse } from '../test/helpers/server.ts';
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
@@ -189,19 +191,9 @@ function startServer(env: Record<string, string>, warnings: Map<string, number>)
   return { child, port };
 }
 
-async function api(base: string, method: string, path: string, key?: string, body?: unknown): Promise<{ status: number; body: any; text: string }> {
-  const headers: Record<string, string> = {};
-  if (key) headers['authorization'] = `Bearer ${key}`;
-  if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await fetch(base + path, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
-  const text = await res.text();
-  let parsed: unknown;
-  try {
-    parsed = text ? JSON.parse(text) : undefined;
-  } catch {
-    parsed = undefined;
-  }
-  return { status: res.status, body: parsed, text };
+/** One API request (the tests' helper for a server in another process). */
+function api(base: string, method: string, path: string, key?: string, body?: unknown): Promise<TestResponse> {
+  return remote(base).request(method, path, { ...(key ? { key } : {}), ...(body === undefined ? {} : { body }) });
 }
 
 /** An account allowed `limit` concurrent calls, an agent that greets and answers at once, and one carrier A number on it. */

@@ -12,6 +12,7 @@
 // dial per accepted request, every record must be final, and a replay of some keys must
 // dial nothing. The file is read through storage/db.ts (the owner of better-sqlite3) on a
 // connection set to `query_only`, so this process never writes to it.
+import { remote } from '../test/runtime/support.ts';
 import { fork, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
@@ -21,7 +22,6 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { openDatabase, type Db } from '../storage/db.ts';
 import { createAgent, importTwilioNumber, startCarrierSims, type CarrierSims } from '../test/helpers/fixtures.ts';
-import type { TestResponse, TestServer } from '../test/helpers/server.ts';
 import { TWILIO_ENDPOINTS, type TwilioSimRequest } from '../test/sim/twilio-sim.ts';
 
 export interface OutboundBenchOptions {
@@ -82,25 +82,6 @@ function machineTicks(): [number, number] {
   const f = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
   const total = f.reduce((a, b) => a + b, 0);
   return [total - (f[3] ?? 0) - (f[4] ?? 0) - (f[7] ?? 0), total];
-}
-
-/** Just enough of a TestServer, over HTTP, for the fixtures (agent, number import). */
-function remote(url: string): TestServer {
-  async function request(method: string, path: string, o: { key?: string; body?: unknown } = {}): Promise<TestResponse> {
-    const headers: Record<string, string> = {};
-    if (o.key) headers['authorization'] = `Bearer ${o.key}`;
-    if (o.body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(url + path, { method, headers, ...(o.body === undefined ? {} : { body: JSON.stringify(o.body) }) });
-    const text = await res.text();
-    let body: unknown;
-    try {
-      body = text ? JSON.parse(text) : undefined;
-    } catch {
-      body = undefined;
-    }
-    return { status: res.status, headers: res.headers, body, text };
-  }
-  return { url, request } as unknown as TestServer;
 }
 
 /** One POST over a keep-alive socket; resolves with the status and the body text. */

@@ -4,6 +4,7 @@
 // started again on the same data folder. Queued calls are then dialed exactly once, in
 // order; calls that were up are reconciled with their carrier: still up there → we hang
 // up and record media_lost; ended there meanwhile → the carrier's status.
+import { remote } from './runtime/support.ts';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startServiceProcess, type ServiceProcess } from './helpers/process.ts';
 import { nextNumber } from './helpers/fixtures.ts';
-import type { TestResponse, TestServer } from './helpers/server.ts';
+import type { TestServer } from './helpers/server.ts';
 import { callReaches, dial, newCustomer, PUBLIC_BASE, startSims, type CallStack, type Customer } from './helpers/calls.ts';
 import { closedPort } from './sim/sim-http.ts';
 
@@ -21,26 +22,6 @@ let sims: CallStack['sims'];
 let dataDir: string;
 let port: number;
 let service: ServiceProcess | null = null;
-
-/** Just enough of a TestServer, over HTTP, for the shared helpers to drive the child process. */
-function remote(url: string): TestServer {
-  async function request(method: string, path: string, o: { key?: string; body?: unknown } = {}): Promise<TestResponse> {
-    const headers: Record<string, string> = {};
-    if (o.key) headers['authorization'] = `Bearer ${o.key}`;
-    if (o.body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(url + path, { method, headers, ...(o.body === undefined ? {} : { body: JSON.stringify(o.body) }) });
-    const text = await res.text();
-    return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : undefined, text };
-  }
-  return {
-    url,
-    request,
-    async newAccount() {
-      const res = await request('POST', '/v1/keys');
-      return { key: `${res.body.key_id}:${res.body.key_secret}`, keyId: res.body.key_id, accountId: res.body.account_id };
-    },
-  } as unknown as TestServer;
-}
 
 async function start(): Promise<TestServer> {
   service = await startServiceProcess({ ...sims.env, DATA_DIR: dataDir, PORT: String(port), MEDIA_ENGINE: 'echo', KEY_CREATION_PER_HOUR_PER_IP: '10000' });

@@ -61,16 +61,26 @@ const FACT_LABELS: [keyof CallerFacts, string][] = [
 
 const present = (v: string | null | undefined): v is string => typeof v === 'string' && v.trim() !== '';
 
+// A formatter costs far more to build than to use, and every call builds a prompt: one per zone.
+const formatters = new Map<string, Intl.DateTimeFormat | null>();
+function formatterFor(zone: string): Intl.DateTimeFormat | null {
+  let f = formatters.get(zone);
+  if (f === undefined) {
+    try {
+      f = new Intl.DateTimeFormat('en-US', { dateStyle: 'full', timeStyle: 'short', timeZone: zone });
+    } catch {
+      f = null; // not a zone this runtime knows
+    }
+    formatters.set(zone, f);
+  }
+  return f;
+}
+
 function dateLine(now: number, timezone: string | null): string {
   let zone = timezone ?? 'UTC';
-  let text: string;
-  try {
-    text = new Intl.DateTimeFormat('en-US', { dateStyle: 'full', timeStyle: 'short', timeZone: zone }).format(now);
-  } catch {
-    zone = 'UTC';
-    text = new Intl.DateTimeFormat('en-US', { dateStyle: 'full', timeStyle: 'short', timeZone: zone }).format(now);
-  }
-  return `It is now ${text} (${zone}).`;
+  let f = formatterFor(zone);
+  if (!f) f = formatterFor((zone = 'UTC'))!;
+  return `It is now ${f.format(now)} (${zone}).`;
 }
 
 /** The system message of the call. */
