@@ -30,7 +30,7 @@
 // would make the service look worse than it is.
 // The ramp stops at the first step whose engine p95 passes `p95LimitMs`, or that heard an
 // underrun, or lost a call (unless `keepGoing`).
-import { remote } from '../test/runtime/support.ts';
+import { remote } from '../test/helpers/remote.ts';
 import type { TestResponse } from '../test/helpers/server.ts';
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';

@@ -12,7 +12,7 @@
 // dial per accepted request, every record must be final, and a replay of some keys must
 // dial nothing. The file is read through storage/db.ts (the owner of better-sqlite3) on a
 // connection set to `query_only`, so this process never writes to it.
-import { remote } from '../test/runtime/support.ts';
+import { remote } from '../test/helpers/remote.ts';
 import { fork, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';

@@ -4,7 +4,7 @@
 // started again on the same data folder. Queued calls are then dialed exactly once, in
 // order; calls that were up are reconciled with their carrier: still up there → we hang
 // up and record media_lost; ended there meanwhile → the carrier's status.
-import { remote } from './runtime/support.ts';
+import { remote } from './helpers/remote.ts';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

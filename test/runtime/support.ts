@@ -12,37 +12,14 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino, { type Logger } from 'pino';
 import { startServiceProcess, type ServiceProcess } from '../helpers/process.ts';
-import type { TestResponse, TestServer } from '../helpers/server.ts';
+import type { TestServer } from '../helpers/server.ts';
 import { PUBLIC_BASE } from '../helpers/calls.ts';
 import type { CarrierSims } from '../helpers/fixtures.ts';
 import { closedPort } from '../sim/sim-http.ts';
 
-/** Just enough of a TestServer, over HTTP, for the shared helpers to drive a child process. */
-export function remote(url: string): TestServer {
-  async function request(method: string, path: string, o: { key?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<TestResponse> {
-    const headers: Record<string, string> = { ...o.headers };
-    if (o.key) headers['authorization'] = `Bearer ${o.key}`;
-    if (o.body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(url + path, { method, headers, ...(o.body === undefined ? {} : { body: JSON.stringify(o.body) }) });
-    const text = await res.text();
-    let body: unknown;
-    try {
-      body = text ? JSON.parse(text) : undefined;
-    } catch {
-      body = undefined;
-    }
-    return { status: res.status, headers: res.headers, body, text };
-  }
-  return {
-    url,
-    request,
-    async newAccount() {
-      const res = await request('POST', '/v1/keys');
-      if (res.status !== 201) throw new Error(`key creation failed: ${res.status} ${res.text}`);
-      return { key: `${res.body.key_id}:${res.body.key_secret}`, keyId: res.body.key_id, accountId: res.body.account_id };
-    },
-  } as unknown as TestServer;
-}
+import { remote } from '../helpers/remote.ts';
+
+export { remote };
 
 /** The service as a child process on one data folder and one port, killed and restarted at will. */
 export interface ServiceRig {
