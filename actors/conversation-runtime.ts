@@ -8,7 +8,7 @@ import type { Metrics } from '../metrics.ts';
 import type { Storage } from '../storage/index.ts';
 import type { CallContext } from '../machines/call-outcome.ts';
 import type { EngineFactory } from '../voice/engine/engine.ts';
-import { loadSileroModel } from '../voice/vad/silero-model.ts';
+import { loadSileroModel } from '../voice/vad/silero-thread.ts';
 import { createVadBatcher } from '../voice/vad/vad-batcher.ts';
 import { createPlayoutTicker } from '../voice/media/playout-ticker.ts';
 import { createAgentEngineFactory, type Providers } from './agent-engine.ts';

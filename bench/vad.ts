@@ -6,8 +6,9 @@
 // noise between them, each call starting at its own place, so batches mix speech and
 // silence. Reports what the batcher counted (inferences, mean batch, model time per
 // window, how long windows were held from submit to answer) plus the process's CPU share
-// and how late the frame clock ran, since onnxruntime-node runs on the event loop and a
-// long inference delays every call's next frame.
+// and how late the frame clock ran: each step runs twice, with the model on its own
+// thread as the service runs it, and on the event loop, where a long inference delays
+// every call's next frame.
 //
 // Run alone: `node --import tsx bench/vad.ts` (BENCH_VAD_CALLS=100,300,500 and
 // BENCH_VAD_SECONDS=5 choose the steps); bench/run.ts calls runVadBench (BENCH_ONLY=vad).
@@ -15,7 +16,8 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { concatMulaw, lineNoiseMulaw, loadSpeechFixture, SPEECH_FIXTURES } from '../test/fixtures/speech/noise.ts';
 import { decodeMulaw } from '../voice/audio/mulaw.ts';
-import { loadSileroModel } from '../voice/vad/silero-model.ts';
+import { createSileroSession } from '../voice/vad/silero-model.ts';
+import { loadSileroModel } from '../voice/vad/silero-thread.ts';
 import { createVadBatcher } from '../voice/vad/vad-batcher.ts';
 import { createVadDetector, type VadDetector } from '../voice/vad/vad-detector.ts';
 
@@ -40,15 +42,23 @@ export interface VadBenchResult {
   speechStarts: number;
   /** This process's CPU time over wall time, % of one core. */
   cpuPercent: number;
-  /** How late the latest frame was pushed after it was due, ms (event-loop blocking). */
+  /** How late frames were pushed after they were due, ms (event-loop blocking): p99 and max. */
+  p99FrameLateMs: number;
   maxFrameLateMs: number;
+  /** Where the model ran. */
+  where: ModelPlace;
 }
+
+/** `thread`: the service's way, the session on its own worker thread; `loop`: on the event loop, for comparison. */
+export type ModelPlace = 'thread' | 'loop';
 
 export interface VadBenchOptions {
   maxBatch?: number;
   maxWaitMs?: number;
   /** Streaming before the counts start, so JIT and allocator warm-up is not measured (default 1,000 ms). */
   warmupMs?: number;
+  /** Where the Silero session runs (default `thread`, as in the service). */
+  where?: ModelPlace;
 }
 
 const FRAME_MS = 20;
@@ -64,7 +74,8 @@ function callerTrack(): Int16Array {
 }
 
 export async function benchVad(calls: number, seconds: number, options: VadBenchOptions = {}): Promise<VadBenchResult> {
-  const model = await loadSileroModel();
+  const where = options.where ?? 'thread';
+  const model = where === 'thread' ? await loadSileroModel() : await createSileroSession();
   const batcher = createVadBatcher({ model, maxBatch: options.maxBatch ?? 64, maxWaitMs: options.maxWaitMs ?? 4 });
   const track = callerTrack();
   let speechStarts = 0;
@@ -90,6 +101,7 @@ export async function benchVad(calls: number, seconds: number, options: VadBench
   }));
 
   let maxFrameLateMs = 0;
+  let lates: number[] = [];
   const measureFrom = t0 + (options.warmupMs ?? 1000);
   const end = measureFrom + seconds * 1000;
   let measuring = false;
@@ -106,6 +118,7 @@ export async function benchVad(calls: number, seconds: number, options: VadBench
         batcher.resetStats();
         speechStarts = 0;
         maxFrameLateMs = 0;
+        lates = [];
         cpu0 = process.cpuUsage();
         wall0 = now;
       }
@@ -113,6 +126,7 @@ export async function benchVad(calls: number, seconds: number, options: VadBench
         while (call.due <= now && call.due < end) {
           const late = now - call.due;
           if (late > maxFrameLateMs) maxFrameLateMs = late;
+          if (measuring) lates.push(late);
           for (let j = 0; j < FRAME_SAMPLES; j++) call.frame[j] = track[(call.at + j) % track.length]!;
           call.at = (call.at + FRAME_SAMPLES) % track.length;
           call.detector.push(call.frame);
@@ -153,17 +167,22 @@ export async function benchVad(calls: number, seconds: number, options: VadBench
     droppedWindows,
     speechStarts,
     cpuPercent: ((cpu.user + cpu.system) / 1000 / wall) * 100,
+    p99FrameLateMs: lates.sort((a, b) => a - b)[Math.floor(lates.length * 0.99)] ?? 0,
     maxFrameLateMs,
+    where,
   };
 }
 
 /** Runs benchVad for each call count and prints one line per step (`npm run bench`, BENCH_ONLY=vad). */
 export async function runVadBench(steps: number[], seconds: number): Promise<void> {
-  console.log('\nVAD: calls, windows, inferences, mean batch, µs/window, hold p50/p95/p99/max ms, dropped, speech starts, CPU %, frame late max ms');
+  console.log('\nVAD: model on its own thread (the service) and on the event loop (for comparison), alternating per step');
+  console.log('where, calls, windows, inferences, mean batch, µs/window, hold p50/p95/p99/max ms, dropped, speech starts, CPU % (process, all threads), frame late p99/max ms');
   for (const calls of steps) {
-    const r = await benchVad(calls, seconds);
+    for (const where of ['thread', 'loop'] as const) {
+    const r = await benchVad(calls, seconds, { where });
     console.log(
       [
+        r.where.padEnd(6),
         r.calls,
         r.windows,
         r.inferences,
@@ -173,9 +192,10 @@ export async function runVadBench(steps: number[], seconds: number): Promise<voi
         r.droppedWindows,
         r.speechStarts,
         r.cpuPercent.toFixed(0),
-        r.maxFrameLateMs.toFixed(1),
+        `${r.p99FrameLateMs.toFixed(1)}/${r.maxFrameLateMs.toFixed(1)}`,
       ].join('  '),
     );
+    }
   }
 }
 

