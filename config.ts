@@ -24,6 +24,9 @@ const envSchema = z.object({
   LLM_BASE_URL: z.url().default('https://api.openai.com/v1'),
   LLM_API_KEY: z.string().optional(),
   LLM_MODEL: z.string().default('gpt-4o-mini'),
+  // The CRM's REST API (bookings and the post-call contact sync of a number's CRM integration);
+  // operator configuration, not a customer URL, so http is allowed (tests: the simulator).
+  CRM_BASE_URL: z.url().default('https://services.leadconnectorhq.com'),
   STT_PROVIDER: z.enum(['deepgram']).default('deepgram'),
   DEEPGRAM_API_KEY: z.string().optional(),
   DEEPGRAM_BASE_URL: z.url().default('wss://api.deepgram.com'),
@@ -43,6 +46,23 @@ const envSchema = z.object({
   ALLOW_PRIVATE_NETWORK_TARGETS: bool.default(false),
   SCHEDULER_INTERVAL_MS: int(10, 86_400_000).default(60_000),
   CALL_STARTED_DELAY_MS: int(0, 600_000).default(2000),
+  // One webhook delivery attempt, look-up to the answer's last byte (contract.md §9: 15 s).
+  WEBHOOK_TIMEOUT_MS: int(100, 600_000).default(15_000),
+  // Test knob: the waits between delivery attempts, comma-separated milliseconds, in place
+  // of the production schedule (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 14 h, 20 h, 24 h).
+  WEBHOOK_RETRY_SCHEDULE_MS: z
+    .string()
+    .regex(/^\d+(,\d+)*$/, 'must be comma-separated whole numbers of milliseconds, e.g. 100,200,400')
+    .transform((v) => v.split(',').map(Number))
+    .optional(),
+  // Post-call analysis: one model request's whole exchange, and (a test knob) the waits
+  // between its attempts in place of the production 5 s, 30 s (three attempts in all).
+  ANALYSIS_TIMEOUT_MS: int(100, 600_000).default(30_000),
+  ANALYSIS_RETRY_SCHEDULE_MS: z
+    .string()
+    .regex(/^\d+(,\d+)*$/, 'must be comma-separated whole numbers of milliseconds, e.g. 100,200')
+    .transform((v) => v.split(',').map(Number))
+    .optional(),
   RATE_LIMIT_READS_PER_MIN: int(1, 100_000_000).default(600),
   RATE_LIMIT_WRITES_PER_MIN: int(1, 100_000_000).default(120),
   KEY_CREATION_PER_HOUR_PER_IP: int(1, 100_000_000).default(10),
@@ -71,6 +91,8 @@ export interface Config {
   twilioApiBase: string;
   telnyxApiBase: string;
   llm: { baseUrl: string; apiKey: string | undefined; model: string };
+  /** CRM_BASE_URL: the CRM's REST API for bookings (voice/providers/crm-calendar.ts) and the post-call sync (actors/crm-sync-out.ts). */
+  crmBaseUrl: string;
   stt: { provider: 'deepgram'; apiKey: string | undefined; baseUrl: string; model: string };
   tts:
     | { provider: 'openai'; baseUrl: string; apiKey: string | undefined; model: string }
@@ -79,6 +101,18 @@ export interface Config {
   allowPrivateNetworkTargets: boolean;
   schedulerIntervalMs: number;
   callStartedDelayMs: number;
+  webhooks: {
+    /** The whole exchange of one delivery attempt. */
+    timeoutMs: number;
+    /** The waits between attempts; null: the production schedule (actors/webhook-retry.ts). */
+    retryScheduleMs: number[] | null;
+  };
+  analysis: {
+    /** One request to the model, start to the answer's last byte. */
+    timeoutMs: number;
+    /** The waits between attempts; null: the production schedule (actors/analysis-plan.ts). */
+    retryScheduleMs: number[] | null;
+  };
   rateLimits: { readsPerMin: number; writesPerMin: number; keyCreationPerHourPerIp: number };
   maxBodyBytes: number;
   maxInflightBodyBytes: number;
@@ -117,6 +151,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     twilioApiBase: e.TWILIO_API_BASE.replace(/\/+$/, ''),
     telnyxApiBase: e.TELNYX_API_BASE.replace(/\/+$/, ''),
     llm: { baseUrl: e.LLM_BASE_URL.replace(/\/+$/, ''), apiKey: e.LLM_API_KEY, model: e.LLM_MODEL },
+    crmBaseUrl: e.CRM_BASE_URL.replace(/\/+$/, ''),
     stt: { provider: e.STT_PROVIDER, apiKey: e.DEEPGRAM_API_KEY, baseUrl: e.DEEPGRAM_BASE_URL.replace(/\/+$/, ''), model: e.DEEPGRAM_MODEL },
     tts:
       e.TTS_PROVIDER === 'cartesia'
@@ -126,6 +161,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     allowPrivateNetworkTargets: e.ALLOW_PRIVATE_NETWORK_TARGETS,
     schedulerIntervalMs: e.SCHEDULER_INTERVAL_MS,
     callStartedDelayMs: e.CALL_STARTED_DELAY_MS,
+    webhooks: { timeoutMs: e.WEBHOOK_TIMEOUT_MS, retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS ?? null },
+    analysis: { timeoutMs: e.ANALYSIS_TIMEOUT_MS, retryScheduleMs: e.ANALYSIS_RETRY_SCHEDULE_MS ?? null },
     rateLimits: {
       readsPerMin: e.RATE_LIMIT_READS_PER_MIN,
       writesPerMin: e.RATE_LIMIT_WRITES_PER_MIN,

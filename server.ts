@@ -18,9 +18,15 @@ import type { MediaBindings } from './voice/media/bindings.ts';
 import { selectEngine } from './voice/engine/engine.ts';
 import { createProviders } from './actors/providers.ts';
 import { startConversationRuntime, type ConversationRuntime } from './actors/conversation-runtime.ts';
+import { createCarrierKeys } from './actors/engine-keypad.ts';
 import type { AppDeps } from './http/deps.ts';
 import { createCallSystem } from './actors/system.ts';
 import { createInspectionHub, redactEvent, type InspectionHub } from './actors/inspection-hub.ts';
+import { createWebhookOutbox } from './actors/webhook-outbox.ts';
+import { DEFAULT_RETRY_SCHEDULE_MS } from './actors/webhook-retry.ts';
+import { createCallAnalysisWorker } from './actors/call-analysis.ts';
+import { createAnalysisModel } from './voice/analysis/analysis-client.ts';
+import { Agent as HttpsAgent } from 'node:https';
 import type { TemplatedApp } from 'uWebSockets.js';
 
 export interface Switchboard {
@@ -51,7 +57,15 @@ export interface StartOptions {
   media?: Pick<MediaSocketDeps, 'unclaimedTimeoutMs' | 'maxUnclaimed'>;
   /** The live machine view's websocket: a viewer's backlog bound and how often keys are checked again (http/debug-ws.ts). Tests lower them. */
   debug?: Pick<DebugSocketDeps, 'maxBufferedBytes' | 'recheckMs'>;
+  /**
+   * The https agent webhook deliveries go through. In-process tests pass one that trusts
+   * their receiver's self-signed CA (a child process uses NODE_EXTRA_CA_CERTS instead).
+   */
+  webhookAgent?: HttpsAgent;
 }
+
+/** Open connections kept per receiver: the worker's own bound on deliveries in flight. */
+const WEBHOOK_SOCKETS_PER_RECEIVER = 8;
 
 /**
  * Secrets, phone numbers and transcripts never reach the log in clear. Personal data
@@ -91,20 +105,48 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
   // The live machine view (GET /v1/debug/actors, its websocket, /debug): per account, redacted.
   const inspection = createInspectionHub();
   const calls = createCallSystem({ storage, config, clock, log, metrics, inspection, redact: redactEvent });
+  // Deliveries keep their TLS connections to a receiver open and reuse them: a handshake
+  // per delivery cut throughput to a quarter (BENCH_ONLY=outbox). Each socket's address
+  // was checked when it connected (voice/target-request.ts), so reuse checks nothing less.
+  const webhookAgent = opts.webhookAgent ?? new HttpsAgent({ keepAlive: true, maxSockets: WEBHOOK_SOCKETS_PER_RECEIVER });
+  // The webhook outbox's worker: sends what is pending (restarts included) once started below.
+  const webhooks = createWebhookOutbox({
+    storage,
+    clock,
+    log,
+    metrics,
+    allowPrivate: config.allowPrivateNetworkTargets,
+    timeoutMs: config.webhooks.timeoutMs,
+    schedule: config.webhooks.retryScheduleMs ?? DEFAULT_RETRY_SCHEDULE_MS,
+    agent: webhookAgent,
+  });
   // Actors come back before the first request can reach them; the carrier is asked about
   // calls that were up while the server starts listening, and readiness waits for it.
+  // Post-call analysis: runs the jobs each call's end committed (restarts included) once
+  // started below, and records each outcome with call.completed and the caller's memory.
+  const analysis = createCallAnalysisWorker({
+    storage,
+    clock,
+    log,
+    model: config.llm.apiKey ? createAnalysisModel({ ...config.llm, timeoutMs: config.analysis.timeoutMs }) : null,
+    ...(config.analysis.retryScheduleMs ? { retryScheduleMs: config.analysis.retryScheduleMs } : {}),
+    crmBaseUrl: config.crmBaseUrl,
+    metrics,
+  });
   const restoring = calls.restore();
   // The conversation's providers: without credentials the service still starts, says so
   // once here and in GET /readyz, and ends calls it cannot serve (provider_not_configured).
   const providers = createProviders(config);
   let conversation: ConversationRuntime | null = null;
+  // Keys carrier B reports as call events reach the call's conversation through this (the media stream's go to it directly).
+  const carrierKeys = createCarrierKeys();
   if (config.mediaEngine === 'agent') {
     if (providers.missing.length > 0) {
       log.warn({ missing: providers.missing }, 'conversation providers not configured: calls will end at once with provider_not_configured');
     }
-    conversation = await startConversationRuntime({ providers: providers.providers, storage, contextOf: calls.contextOf, config, clock, metrics, log });
+    conversation = await startConversationRuntime({ providers: providers.providers, storage, contextOf: calls.contextOf, watchCall: calls.watchContext, carrierKeys, config, clock, metrics, log });
   }
-  const deps: AppDeps = { config, storage, metrics, clock, calls, inspection, providers: providers.status, isReady: () => ready };
+  const deps: AppDeps = { config, storage, metrics, clock, calls, webhooks, inspection, providers: providers.status, carrierKeys, isReady: () => ready };
   const routes = allRoutes(deps);
   let media: MediaSockets | null = null;
   let debug: DebugSockets | null = null;
@@ -159,6 +201,8 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
   flush.unref();
   await restoring;
   calls.scheduler.start();
+  webhooks.start();
+  analysis.start();
   ready = true;
   log.info({ port: http.port, data_dir: resolve(config.dataDir) }, 'switchboard listening');
   log.flush();
@@ -181,6 +225,9 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
         debug?.closeAll();
         await http.close(config.shutdownGraceMs);
         calls.stop();
+        await webhooks.stop();
+        await analysis.stop();
+        if (!opts.webhookAgent) webhookAgent.destroy();
         conversation?.stop();
         db.close();
       })();

@@ -7,10 +7,11 @@
 // conversation's own hang-ups go to the call's actor as events, so they are durable.
 import { createActor, type Actor } from 'xstate';
 import { performance } from 'node:perf_hooks';
-import { conversationMachine, type ConversationEndReason, type ReplyRequest, type TranscriptLine } from '../machines/conversation.ts';
+import { conversationMachine, type ConversationEndReason, type ReplyRequest, type ToolCall, type ToolRound, type TranscriptLine } from '../machines/conversation.ts';
 import { decodeMulaw } from '../voice/audio/mulaw.ts';
 import type { ConversationSetup } from './conversation-setup.ts';
 import { startReply, type ReplyHandle, type ReplySource, type ReplyTimings } from '../voice/conversation/reply.ts';
+import { createEngineTransfer, type CallWatcher, type EngineTransfer } from './engine-transfer.ts';
 import type { LlmClient, LlmMessage } from '../voice/providers/llm.ts';
 import type { SttClient, SttEvent, SttStream } from '../voice/providers/stt.ts';
 import type { TtsClient } from '../voice/providers/tts.ts';
@@ -22,6 +23,14 @@ import { createPlayout, type Playout } from '../voice/media/playout.ts';
 import type { PlayoutTicker } from '../voice/media/playout-ticker.ts';
 import type { ConversationEngine, EngineCall, EngineFactory, MediaOutput } from '../voice/engine/engine.ts';
 import type { CallEvent } from '../machines/call-events.ts';
+import { createEngineKeypad, type CarrierKeys, type EngineKeypad } from './engine-keypad.ts';
+import { createEngineTools, type EngineTools } from './engine-tools.ts';
+import type { ToolOutcome, ToolRunDeps } from './tool-runner.ts';
+import { conversationMessages } from '../voice/conversation/tool-history.ts';
+import { createEngineBookings, notConfirmedNote, type EngineBookings } from './engine-bookings.ts';
+import { createCrmCalendarClient } from '../voice/providers/crm-calendar.ts';
+import { createEngineVoicemail, type EngineVoicemail } from './engine-voicemail.ts';
+import type { AnalysisModel } from '../voice/analysis/analysis-client.ts';
 
 export interface Providers {
   llm: LlmClient;
@@ -60,6 +69,17 @@ export interface AgentEngineDeps {
   clock: () => number;
   onTurn?(latency: TurnLatency): void;
   onProviderError?(call: EngineCall, err: ProviderError): void;
+  /** Watches the call's committed state (a transfer's outcome); without it a failed transfer is not noticed. */
+  watchCall?: CallWatcher;
+  /** How HTTP tools are sent (signing secrets, private targets); without it every tool call fails. */
+  tools?: ToolRunDeps;
+  onTool?(call: EngineCall, name: string, outcome: ToolOutcome, ms: number): void;
+  /** Keys a carrier reports outside the media stream (carrier B call events). */
+  carrierKeys?: CarrierKeys;
+  /** CRM_BASE_URL: the calendar the booking tools use (without it a call has no booking tools). */
+  crmBaseUrl?: string;
+  /** The voicemail screen's one non-streamed classification (actors/engine-voicemail.ts); without it the other evidence decides. */
+  screenModel?: AnalysisModel | null;
 }
 
 /** Audio kept at the carrier ahead of real time (see voice/media/playout.ts). */
@@ -103,6 +123,48 @@ function createAgentEngine(output: MediaOutput, call: EngineCall, setup: Convers
   // The call actor hears from the conversation after the conversation's step is over, in
   // order: its supervisor must not run inside one of this machine's actions.
   const toCall = (event: CallEvent): void => queueMicrotask(() => call.deliver(event));
+  // Transfers (actors/engine-transfer.ts): the tool, the hold chime, the call's transfer, a failed one's return.
+  const transfer: EngineTransfer = createEngineTransfer({
+    call,
+    policy: setup.transfer,
+    resume: setup.resume,
+    llm: providers.llm,
+    temperature: setup.temperature,
+    playout: { enqueue: (mulaw) => playout.enqueue(mulaw), queuedMs: () => playout.queuedMs(), clear: () => playout.clear() },
+    clock: deps.clock,
+    watchCall: deps.watchCall,
+    send: (event) => actor.send(event),
+    isClosed: () => closed,
+  });
+  // The booking tools (actors/engine-bookings.ts): run beside the HTTP tools; each change reaches the call record.
+  const bookings: EngineBookings | null =
+    setup.bookings && deps.crmBaseUrl
+      ? createEngineBookings({
+          setup: setup.bookings,
+          client: createCrmCalendarClient({ baseUrl: deps.crmBaseUrl, token: setup.bookings.token }),
+          record: (booking) => toCall({ type: 'CONVERSATION.BOOKING', at: deps.clock(), booking }),
+        })
+      : null;
+  let confirmedCalls = 0;
+  /** The caller's answer to a read-back was not a clear yes: the next model reply is told (sourceFor). */
+  let unconfirmed: ReturnType<EngineBookings['takeDecision']> = null;
+  /** The read-back being said (until the caller's next turn). */
+  let readBackSaid: string | null = null;
+  // Custom functions and the in-call webhook (actors/engine-tools.ts), keypad entries (actors/engine-keypad.ts).
+  const tools: EngineTools = createEngineTools({
+    ...(bookings ? { local: bookings } : {}),
+    httpTools: setup.httpTools,
+    allTools: setup.tools,
+    accountId: call.accountId,
+    identity: setup.toolCallIdentity,
+    runner: deps.tools ?? { allowPrivate: false, secretsOf: () => [], clock: deps.clock, timeoutMs: 0 },
+    send: (event) => actor.send(event),
+    isClosed: () => closed,
+    onRun: (name, outcome, ms) => deps.onTool?.(call, name, outcome, ms),
+    now,
+  });
+  const keypad: EngineKeypad = createEngineKeypad({ enabled: setup.keypad, now, enter: (digits) => actor.send({ type: 'KEYPAD', digits }) });
+  const unregisterKeys = setup.keypad ? deps.carrierKeys?.register(call.callId, (digit) => keypad.key(digit, 'event')) : undefined;
 
   const actor: Actor<typeof conversationMachine> = createActor(
     conversationMachine.provide({
@@ -117,6 +179,12 @@ function createAgentEngine(output: MediaOutput, call: EngineCall, setup: Convers
         resumePlayback: () => playout.resume(),
         recordLine: (_, line: { speaker: 'agent' | 'caller'; text: string }) => {
           if (line.text.trim() === '') return;
+          // The caller's answer to a booking read-back, if one is pending.
+          if (line.speaker === 'caller' && bookings) {
+            unconfirmed = null;
+            readBackSaid = null;
+            bookings.onCallerLine(line.text);
+          }
           const latency = line.speaker === 'agent' ? pendingLatency : null;
           if (line.speaker === 'agent') pendingLatency = null;
           toCall({
@@ -130,6 +198,8 @@ function createAgentEngine(output: MediaOutput, call: EngineCall, setup: Convers
         requestHangup: (_, params: { reason: ConversationEndReason }) => {
           toCall({ type: 'HANGUP.REQUESTED', at: deps.clock(), reason: params.reason });
         },
+        requestTransfer: (_, params: { lines: readonly TranscriptLine[] }) => transfer.begin(history(params.lines)),
+        runTools: (_, params: { calls: ToolCall[] }) => tools.run(params.calls),
       },
     }),
     { input: setup.conversation },
@@ -139,6 +209,7 @@ function createAgentEngine(output: MediaOutput, call: EngineCall, setup: Convers
     batcher: deps.vad,
     onEvent: (e: VadEvent) => {
       if (closed) return;
+      if (voicemail?.screening) return voicemail.send({ type: e.type === 'speech_start' ? 'SPEECH.START' : 'SPEECH.END' });
       actor.send({ type: e.type === 'speech_start' ? 'SPEECH.START' : 'SPEECH.END' });
     },
   });
@@ -148,6 +219,11 @@ function createAgentEngine(output: MediaOutput, call: EngineCall, setup: Convers
     keyterms: setup.stt.keyterms,
     onEvent: (e: SttEvent) => {
       if (closed) return;
+      // While the voicemail screen decides, the callee's words are its evidence, not a turn.
+      if (voicemail?.screening && (e.type === 'interim' || e.type === 'final' || e.type === 'utterance_end')) {
+        if (e.type !== 'utterance_end') voicemail.send({ type: 'WORDS', text: e.text, final: e.type === 'final' });
+        return;
+      }
       switch (e.type) {
         case 'interim':
           actor.send({ type: 'WORDS', text: e.text, final: false, endOfTurn: false });
@@ -182,28 +258,47 @@ function createAgentEngine(output: MediaOutput, call: EngineCall, setup: Convers
     turnSpeechEndAt ??= t - Math.max(0, audioMs - lastVoicedMs);
   }
 
-  function history(lines: readonly TranscriptLine[]): LlmMessage[] {
+  function history(lines: readonly TranscriptLine[], rounds: readonly ToolRound[] = []): LlmMessage[] {
     const messages: LlmMessage[] = [{ role: 'system', content: setup.systemPrompt }];
-    for (const l of lines) messages.push(l.speaker === 'agent' ? { role: 'assistant', content: l.text } : { role: 'user', content: l.text });
+    // Back on a new stream after a failed transfer: what was said before it comes first.
+    for (const l of setup.resume?.lines ?? []) messages.push(l.speaker === 'agent' ? { role: 'assistant', content: l.text } : { role: 'user', content: l.text });
+    // The lines with the tool rounds where they happened (voice/conversation/tool-history.ts).
+    messages.push(...conversationMessages(lines, rounds));
     return messages;
   }
 
-  function sourceFor({ kind, lines, greeted }: ReplyRequest): ReplySource {
+  function sourceFor(request: ReplyRequest): ReplySource {
+    const { kind, lines, greeted } = request;
     const model = (extra?: string): ReplySource => {
-      const messages = history(lines);
+      const messages = history(lines, request.toolRounds);
       if (extra) messages.push({ role: 'system', content: extra });
-      return { kind: 'model', messages, tools: setup.tools, temperature: setup.temperature, maxTokens: setup.maxTokens };
+      return { kind: 'model', messages, tools: tools.offered(request), temperature: setup.temperature, maxTokens: setup.maxTokens };
     };
     const greeting = setup.greeting;
     switch (kind) {
       case 'greeting':
+        // Back after a failed transfer: no greeting, the agent says what happened.
+        if (setup.resume) return model(transfer.failedNote());
         return greeting.mode === 'static' ? { kind: 'text', text: greeting.text } : model(greeting.instruction);
-      case 'answer':
+      case 'answer': {
+        // A booking the caller did not clearly confirm: nothing changed, and the model is told.
+        // Kept for every model reply of this turn (a reply cancelled and asked again must say it too).
+        const decision = unconfirmed;
+        if (decision?.kind === 'not_confirmed') return model(notConfirmedNote(decision.answer === 'no' ? 'no' : 'unclear', decision.action.name));
+        // The model asked for a calendar change that needs confirmation: the engine itself reads it back.
+        // Kept until the caller answers: a read-back cancelled before it played is said again.
+        const readBack = (readBackSaid ??= bookings?.takeReadBack() ?? null);
+        if (readBack) return { kind: 'text', text: readBack };
         if (greeted) return model();
         // The caller spoke before the agent greeted: the answer opens with the greeting.
         return model(greeting.mode === 'static' ? `You have not greeted the caller yet: begin your reply with "${greeting.text}"` : greeting.instruction);
+      }
       case 'fallback':
         return { kind: 'text', text: setup.fallbackMessage };
+      case 'transfer_failed':
+        return model(transfer.failedNote());
+      case 'filler':
+        return { kind: 'text', text: tools.nextFiller() };
       case 'apology':
         return { kind: 'text', text: setup.apology };
     }
@@ -212,6 +307,7 @@ function createAgentEngine(output: MediaOutput, call: EngineCall, setup: Convers
   function beginReply(request: ReplyRequest): void {
     const kind = request.kind;
     reply?.cancel();
+    if (kind === 'answer' && confirmedChange()) return;
     const answering = kind === 'answer' && turnSpeechEndAt !== null;
     const speechEnd = turnSpeechEndAt;
     const finalAt = turnFinalAt;
@@ -245,13 +341,44 @@ function createAgentEngine(output: MediaOutput, call: EngineCall, setup: Convers
           deps.onProviderError?.(call, err);
           actor.send({ type: 'REPLY.FAILED', provider, retryable: err.retryable });
         },
-        toolCall(name) {
+        toolCalls(calls) {
           if (closed || reply !== handle) return;
+          tools.onModelCalls(calls);
+        },
+        toolCall(name, args) {
+          if (closed || reply !== handle) return;
+          if (transfer.onToolCall(name, args)) return;
           if (name === 'end_call' && setup.tools.some((t) => t.function.name === 'end_call')) actor.send({ type: 'END_CALL' });
         },
       },
     );
     reply = handle;
+  }
+
+  /**
+   * The caller clearly said yes to a booking read-back: instead of a model reply, the
+   * change runs as a tool call of its own (its answer then reaches the model, which
+   * tells the caller). The empty reply ends at once, so the conversation waits for it.
+   */
+  function confirmedChange(): boolean {
+    const decision = bookings?.takeDecision();
+    if (!decision || decision.kind === 'none') return false;
+    if (decision.kind !== 'perform') {
+      // Not a yes: the reply about to start tells the model (sourceFor).
+      unconfirmed = decision;
+      return false;
+    }
+    const id = `confirmed_${++confirmedCalls}`;
+    bookings!.authorize(id);
+    reply = null;
+    turnSpeechEndAt = null;
+    turnFinalAt = null;
+    queueMicrotask(() => {
+      if (closed) return;
+      tools.onModelCalls([{ id, name: decision.action.name, arguments: decision.action.arguments }]);
+      actor.send({ type: 'REPLY.ENDED', heard: '', complete: true });
+    });
+    return true;
   }
 
   function latencyOf(speechEnd: number, finalAt: number, t: ReplyTimings): TurnLatency {
@@ -276,13 +403,29 @@ function createAgentEngine(output: MediaOutput, call: EngineCall, setup: Convers
   // Ticked by the process's one 20 ms clock; after each tick the reply learns whether its first frame went out.
   const tickable = {
     tick(at: number) {
+      transfer.tick();
       playout.tick(at);
       reply?.onSent(at);
+      voicemail?.tick(at);
     },
   };
   deps.ticker.add(tickable);
 
-  actor.start();
+  // An outbound call without carrier AMD is screened first (actors/engine-voicemail.ts):
+  // the agent does not greet until the screen says a person answered.
+  const voicemail: EngineVoicemail | null = setup.voicemail
+    ? createEngineVoicemail({
+        setup: setup.voicemail,
+        llm: providers.llm,
+        model: deps.screenModel ?? null,
+        reply: { tts: providers.tts, voice: setup.voice, playout: playoutForReplies, now },
+        toCall,
+        clock: deps.clock,
+        onHuman: () => actor.start(),
+        isClosed: () => closed,
+      })
+    : null;
+  if (!voicemail) actor.start();
 
   return {
     onAudio(mulaw) {
@@ -290,11 +433,13 @@ function createAgentEngine(output: MediaOutput, call: EngineCall, setup: Convers
       stt.send(mulaw);
       const samples = mulaw.length === 160 ? decodeMulaw(mulaw, pcm) : decodeMulaw(mulaw);
       vad.push(samples);
+      keypad.audio(samples);
+      voicemail?.audio(samples);
       audioMs += mulaw.length / 8;
       if (vad.probability >= VAD_DEFAULTS.deactivation) lastVoicedMs = vad.processedMs;
     },
-    onDtmf() {
-      // Keypad input reaches the model in the next issue (agent behaviours).
+    onDtmf(digit) {
+      keypad.key(digit, 'stream');
     },
     onMark(name) {
       playout.onMark(name);
@@ -304,9 +449,14 @@ function createAgentEngine(output: MediaOutput, call: EngineCall, setup: Convers
       closed = true;
       reply?.cancel();
       reply = null;
+      voicemail?.close();
       actor.send({ type: 'HANGUP' });
       actor.stop();
       deps.ticker.remove(tickable);
+      transfer.close();
+      tools.close();
+      keypad.close();
+      unregisterKeys?.();
       playout.close();
       vad.close();
       stt.close();

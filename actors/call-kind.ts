@@ -39,6 +39,7 @@ export function callRowOf(ctx: CallContext, now: number): CallWrite {
     voicemailDetected: r.voicemail_detected,
     transcript: r.transcript,
     avgLatencyMs: r.avg_latency_ms,
+    bookings: JSON.stringify(r.bookings),
     createdAt: ctx.createdAt,
     updatedAt: now,
   };
@@ -61,6 +62,16 @@ export interface CallKindDeps {
   orphaned?(actorId: string, carrierCallId: string): void;
   /** After every committed step of a call (indexes, post-call work, forgetting). */
   settled?(snap: CallSnapshot, live: boolean): void;
+  /**
+   * Inside the commit in which the call connects (its start time first appears while it
+   * is up): what must be committed with the connect (the call.started delivery).
+   */
+  connected?(internalId: string, now: number): void;
+  /**
+   * Inside the commit in which the call's row first gets its end (ended_at): what must be
+   * committed with the end (the post-call analysis job, which sends call.completed).
+   */
+  ended?(internalId: string, accountId: string, now: number): void;
 }
 
 export function callKind(deps: CallKindDeps): ActorKind<typeof callMachine> {
@@ -73,7 +84,15 @@ export function callKind(deps: CallKindDeps): ActorKind<typeof callMachine> {
     accountOf: (ctx) => ctx.accountId,
     write(snap, w) {
       const ctx = snap.context;
-      if (!deps.isErased?.(ctx.id)) storage.calls.save(callRowOf(ctx, w.now), w.first ? deps.takeMediaToken(ctx.id) : null);
+      if (!deps.isErased?.(ctx.id)) {
+        const row = callRowOf(ctx, w.now);
+        const connects =
+          deps.connected !== undefined && row.startedAt !== null && row.endedAt === null && (w.first || storage.calls.getByInternalId(ctx.id)?.started_at == null);
+        const ends = deps.ended !== undefined && row.endedAt !== null && (w.first || storage.calls.getByInternalId(ctx.id)?.ended_at == null);
+        storage.calls.save(row, w.first ? deps.takeMediaToken(ctx.id) : null);
+        if (connects) deps.connected!(ctx.id, w.now);
+        if (ends) deps.ended!(ctx.id, ctx.accountId, w.now);
+      }
       // The per-call prompt lives only while the call is queued or live.
       if (snap.hasTag(CALL_TAGS.finished)) storage.callPrompts.erase(ctx.id);
     },
@@ -109,6 +128,7 @@ export function callKind(deps: CallKindDeps): ActorKind<typeof callMachine> {
         chargedMinutes: 0,
       });
       storage.callPrompts.erase(actorId);
+      deps.ended?.(actorId, accountId, now);
     },
   };
 }

@@ -13,6 +13,9 @@ import { createVadBatcher } from '../voice/vad/vad-batcher.ts';
 import { createPlayoutTicker } from '../voice/media/playout-ticker.ts';
 import { createAgentEngineFactory, type Providers } from './agent-engine.ts';
 import { createSetupLoader } from './conversation-setup.ts';
+import { createAnalysisModel } from '../voice/analysis/analysis-client.ts';
+import type { CallWatcher } from './engine-transfer.ts';
+import type { CarrierKeys } from './engine-keypad.ts';
 
 export interface ConversationRuntime {
   engine: EngineFactory;
@@ -23,6 +26,10 @@ export interface ConversationRuntimeDeps {
   providers: Providers | null;
   storage: Storage;
   contextOf(id: string): CallContext | null;
+  /** Watches a call's committed state (a transfer's outcome reaches its conversation this way). */
+  watchCall?: CallWatcher;
+  /** Keys carriers report outside the media stream (carrier B call events), routed to their call's conversation. */
+  carrierKeys?: CarrierKeys;
   config: Config;
   clock: () => number;
   metrics: Metrics;
@@ -43,6 +50,22 @@ export async function startConversationRuntime(deps: ConversationRuntimeDeps): P
   const engine = createAgentEngineFactory({
     providers: deps.providers,
     loadSetup: createSetupLoader({ storage: deps.storage, contextOf: deps.contextOf, ttsProvider: deps.config.tts.provider, clock: deps.clock }),
+    watchCall: deps.watchCall,
+    ...(deps.carrierKeys ? { carrierKeys: deps.carrierKeys } : {}),
+    crmBaseUrl: deps.config.crmBaseUrl,
+    // The voicemail screen's classification: one short non-streamed completion, answered within 5 s or not used.
+    screenModel: deps.config.llm.apiKey ? createAnalysisModel({ ...deps.config.llm, timeoutMs: 5000 }) : null,
+    tools: {
+      allowPrivate: deps.config.allowPrivateNetworkTargets,
+      // Signed like every webhook: the current secret, and the previous one within its window after a rotation.
+      secretsOf: (accountId, now) => deps.storage.integrations.signingSecrets(accountId, now),
+      clock: deps.clock,
+    },
+    onTool(call, name, outcome, ms) {
+      metrics.count('switchboard_tool_calls_total', 'HTTP tool calls of the model (custom functions, in-call webhook) by outcome.', 'outcome', outcome.ok ? 'ok' : outcome.kind);
+      // The tool's name is the customer's own label, not personal data; arguments and answers are never logged.
+      if (!outcome.ok) log.warn({ call_id: call.callId, tool: name, kind: outcome.kind, status_code: outcome.status, ms: Math.round(ms) }, 'a tool call failed; the model was told');
+    },
     vad,
     ticker,
     clock: deps.clock,

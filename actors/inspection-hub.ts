@@ -42,6 +42,9 @@ const SENSITIVE_EXACT = new Set([
   'utterance',
   'speech',
   'sms',
+  // A transfer's briefing to its target: what the caller said, in other words.
+  'whisper',
+  'briefing',
 ]);
 /** Field names containing one of these are removed too (`to_number`, `customPrompt`, `carrier_error`, `digits`…). */
 const SENSITIVE_PARTS = ['phone', 'number', 'prompt', 'digit', 'dtmf', 'carriererror', 'transcript', 'secret', 'token', 'password', 'email', 'apikey'];

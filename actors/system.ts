@@ -11,6 +11,8 @@ import type { CallContext } from '../machines/call-outcome.ts';
 import { callInputSchema, type CallInput } from '../machines/call-events.ts';
 import type { MediaBindings } from '../voice/media/bindings.ts';
 import { callEffects } from './call-effects.ts';
+import { transferEffects } from './transfer-effects.ts';
+import { createCarrierTransfers } from './carrier-transfers.ts';
 import { callKind, callRowOf, publicIdOf } from './call-kind.ts';
 import { createCarrierVoices, type CarrierVoices } from './carrier-voices.ts';
 import { createConcurrency, type Concurrency } from './concurrency.ts';
@@ -18,12 +20,14 @@ import { createScheduler, type Scheduler } from './scheduler.ts';
 import { createSupervisor, type InspectionSink, type StepResult } from './supervisor.ts';
 import { createMediaBindings } from './media-bindings.ts';
 import { registerCallGauges } from './gauges.ts';
+import { enqueueCallStarted } from './call-events-out.ts';
+import { POST_CALL_SETTLE_MS } from './analysis-plan.ts';
 import type { Metrics } from '../metrics.ts';
 import type { RedactedEvent } from './inspection.ts';
 
 export interface CallSystemDeps {
   storage: Storage;
-  config: Pick<Config, 'publicBaseUrl' | 'twilioApiBase' | 'telnyxApiBase'>;
+  config: Pick<Config, 'publicBaseUrl' | 'twilioApiBase' | 'telnyxApiBase'> & Partial<Pick<Config, 'callStartedDelayMs'>>;
   clock: () => number;
   log: Logger;
   metrics: Metrics;
@@ -106,6 +110,10 @@ export function createCallSystem(deps: CallSystemDeps) {
   const snapshotOf = (id: string): CallSnapshot | null => supervisor.snapshotOf(id) as CallSnapshot | null;
   const contextOf = (id: string): CallContext | null => snapshotOf(id)?.context ?? null;
 
+  /** Inside the transaction that ends a call's row: its analysis (and so its call.completed) is due a moment later. */
+  const schedulePostCall = (id: string, accountId: string, now: number): boolean =>
+    storage.analysis.schedule({ internalId: id, accountId, dueAt: now + POST_CALL_SETTLE_MS, now });
+
   /** The call's transition threw: its carrier leg is hung up and it is recorded failed. */
   function crashed(ctx: CallContext): void {
     concurrency.release(ctx.accountId, ctx.id);
@@ -117,6 +125,7 @@ export function createCallSystem(deps: CallSystemDeps) {
         const row = callRowOf(ctx, now);
         if (row.endedAt === null && !discarded.has(ctx.id)) {
           storage.calls.save({ ...row, callStatus: ctx.startedAt !== null ? 'completed' : 'failed', endedReason: 'failed', endedAt: now, durationMs: ctx.startedAt !== null ? now - ctx.startedAt : 0 });
+          schedulePostCall(ctx.id, ctx.accountId, now);
         }
         storage.snapshots.markDone(ctx.accountId, ctx.id, now);
         storage.deadlines.cancelAll(ctx.id);
@@ -132,19 +141,23 @@ export function createCallSystem(deps: CallSystemDeps) {
     callKind({
       storage,
       isErased: (id) => discarded.has(id),
-      effects: callEffects({
-        numbers: storage.numbers,
-        voices,
-        publicBaseUrl: deps.config.publicBaseUrl,
-        clock,
-        mediaTokenOf,
-        knownCarrierIds: (accountId, exceptId) =>
-          supervisor
-            .list({ kind: 'call', accountId })
-            .filter((a) => a.id !== exceptId)
-            .map((a) => (a.snapshot.context as CallContext).carrierCallId)
-            .filter((c): c is string => c !== null),
-      }),
+      // The transfer's effects join the call's own (actors/transfer-effects.ts).
+      effects: transferEffects(
+        { numbers: storage.numbers, transferFor: createCarrierTransfers(storage.numbers, deps.config), publicBaseUrl: deps.config.publicBaseUrl, clock },
+        callEffects({
+          numbers: storage.numbers,
+          voices,
+          publicBaseUrl: deps.config.publicBaseUrl,
+          clock,
+          mediaTokenOf,
+          knownCarrierIds: (accountId, exceptId) =>
+            supervisor
+              .list({ kind: 'call', accountId })
+              .filter((a) => a.id !== exceptId)
+              .map((a) => (a.snapshot.context as CallContext).carrierCallId)
+              .filter((c): c is string => c !== null),
+        }),
+      ),
       takeMediaToken: (id) => tokens.get(id) ?? null,
       releaseSlot: (accountId, id) => concurrency.release(accountId, id),
       requestSlot: (accountId, id) => concurrency.enqueue(accountId, id),
@@ -155,6 +168,10 @@ export function createCallSystem(deps: CallSystemDeps) {
         const voice = orphanVoices.get(id);
         if (voice) void hangUpLeg(voice, carrierCallId, id);
       },
+      // call.started is an outbox row committed with the connect, due CALL_STARTED_DELAY_MS later.
+      connected: (id, now) => void enqueueCallStarted(storage, id, now, deps.config.callStartedDelayMs ?? 2000),
+      // The post-call analysis is a job committed with the end; it sends call.completed (actors/call-analysis.ts).
+      ended: (id, accountId, now) => void schedulePostCall(id, accountId, now),
       settled: (snap, live) => {
         const ctx = snap.context;
         if (live) {
@@ -260,6 +277,13 @@ export function createCallSystem(deps: CallSystemDeps) {
       });
     },
     contextOf,
+    /**
+     * Calls `fn` with the call's context after each committed step (and at once) until it
+     * returns true; with null when the call is gone or not live.
+     */
+    watchContext(id: string, fn: (ctx: CallContext | null) => boolean): void {
+      if (!supervisor.watch(id, (snap) => fn(snap === null ? null : (snap.context as CallContext)))) fn(null);
+    },
     isLive,
     /** The live call of this account with this carrier id. */
     findByCarrierCallId(accountId: string, carrierCallId: string): string | null {

@@ -1,5 +1,5 @@
 // `npm run bench`: the long benchmarks, kept out of CI. BENCH_SECONDS and BENCH_ROUNDS
-// trade time for steadier medians; BENCH_ONLY=http|outbound|media|vad|conversation runs
+// trade time for steadier medians; BENCH_ONLY=http|outbound|media|vad|conversation|outbox runs
 // one of them, and BENCH_ONLY=unclaimed only the media bench's probe of 2,000 silent
 // sockets; BENCH_MEDIA_SECONDS sets the length of each media step. The outbound-call
 // bench runs BENCH_SECONDS of load with BENCH_OUTBOUND_CONCURRENCY requests in flight
@@ -11,14 +11,16 @@
 // BENCH_CONVERSATION_KEEP_GOING=1 to run every step past the first that misses the goal;
 // the simulated providers' latencies: BENCH_STT_FINAL_MS, BENCH_LLM_FIRST_TOKEN_MS,
 // BENCH_LLM_TOKEN_MS, BENCH_TTS_FIRST_AUDIO_MS, BENCH_TTS_SPEED; BENCH_PIN=0 leaves the
-// server and the bench unbound to a CPU and at their normal priority.
+// server and the bench unbound to a CPU and at their normal priority. The outbox bench:
+// BENCH_OUTBOX_DELIVERIES per round (BENCH_ROUNDS rounds of each connection mode).
 import { DEFAULT_LATENCIES, runConversationBench } from './conversation.ts';
 import { runHttpBench } from './http.ts';
 import { runMediaBench } from './media.ts';
 import { runOutboundBench } from './outbound.ts';
+import { runOutboxBench } from './outbox.ts';
 import { runVadBench } from './vad.ts';
 
-const ONLY = ['http', 'outbound', 'media', 'unclaimed', 'vad', 'conversation'];
+const ONLY = ['http', 'outbound', 'media', 'unclaimed', 'vad', 'conversation', 'outbox'];
 const only = process.env['BENCH_ONLY'];
 if (only !== undefined && !ONLY.includes(only)) {
   throw new Error(`BENCH_ONLY must be one of ${ONLY.join(', ')}`);
@@ -65,4 +67,7 @@ if (only === undefined || only === 'conversation') {
       ttsSpeedFactor: num('BENCH_TTS_SPEED', DEFAULT_LATENCIES.ttsSpeedFactor),
     },
   });
+}
+if (only === undefined || only === 'outbox') {
+  await runOutboxBench({ deliveries: num('BENCH_OUTBOX_DELIVERIES', 2000), rounds });
 }

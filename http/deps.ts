@@ -4,8 +4,10 @@ import type { Config } from '../config.ts';
 import type { Storage } from '../storage/index.ts';
 import type { Metrics } from '../metrics.ts';
 import type { CallSystem } from '../actors/system.ts';
+import type { WebhookOutbox } from '../actors/webhook-outbox.ts';
 import type { LiveActorSource } from '../actors/inspection.ts';
 import type { ProviderStatus } from '../actors/providers.ts';
+import type { CarrierKeys } from '../actors/engine-keypad.ts';
 
 export interface AppDeps {
   config: Config;
@@ -14,10 +16,14 @@ export interface AppDeps {
   clock: () => number;
   /** The call supervisor: live call actors, concurrency slots, deadlines. */
   calls: CallSystem;
+  /** The webhook outbox's worker (the webhook.test endpoint sends through it). */
+  webhooks: WebhookOutbox;
   /** The live machine view: the account's live actors and their inspection events, redacted. */
   inspection: LiveActorSource;
   /** Which conversation providers are configured (GET /readyz `providers`). */
   providers: ProviderStatus;
+  /** Keys carriers report as call events (carrier B), for the live conversation of their call. */
+  carrierKeys?: CarrierKeys;
   /** True once storage is open and every unfinished actor is restored. */
   isReady: () => boolean;
 }

@@ -114,6 +114,7 @@ export const ERRORS = {
   invalid_function_name: bad('Function names are snake_case (lowercase letters, digits, underscores), at most 64 characters.'),
   function_exists: { type: 'conflict', status: 409, message: 'A custom function with this name already exists on this number.' },
   function_not_found: missing('No custom function with this id on this number.'),
+  webhook_not_configured: bad('The number has no webhook URL to send to. Set one with PUT /v1/integrations/webhook/number/{phone_number} (or webhook2) first.'),
 
   server_busy: { type: 'server_error', status: 503, message: 'The server is holding as much request data as it allows right now. Retry after the number of seconds in Retry-After.' },
   server_error: { type: 'server_error', status: 500, message: 'Something went wrong on our side. The request changed nothing; it is safe to retry.' },

@@ -30,7 +30,8 @@ export interface RawRequest {
 export interface RawResponse {
   status: number;
   headers: Record<string, string>;
-  body: string;
+  /** Bytes only for binary answers (a recording); everything else is JSON text. */
+  body: string | Uint8Array;
 }
 
 export interface PipelineDeps {
@@ -164,7 +165,7 @@ export function createPipeline(deps: PipelineDeps) {
       public pattern: string,
     ) {}
 
-    finish(status: number, body: string): RawResponse {
+    finish(status: number, body: string | Uint8Array): RawResponse {
       if (this.flightKey) inFlight.delete(this.flightKey);
       const seconds = (performance.now() - this.started) / 1000;
       metrics.observeRequest(this.req.method, this.pattern, status, seconds);
@@ -201,7 +202,7 @@ export function createPipeline(deps: PipelineDeps) {
       return this.finish(500, JSON.stringify(new ApiError('server_error', undefined, { request_id: this.requestId }).toBody()));
     }
 
-    succeed(result: HandlerResult, body: string): RawResponse {
+    succeed(result: HandlerResult, body: string | Uint8Array): RawResponse {
       if (result.headers) Object.assign(this.headers, result.headers);
       this.headers['Content-Type'] = result.contentType ?? 'application/json';
       return this.finish(result.status, body);
@@ -269,7 +270,8 @@ export function createPipeline(deps: PipelineDeps) {
         }
         if (!MUTATIONS.has(req.method)) {
           const result = r.handler(ctx) as HandlerResult;
-          return this.succeed(result, serialize(result));
+          // A read may answer with bytes (a recording); nothing read is stored for replay.
+          return this.succeed(result, result.body instanceof Uint8Array ? result.body : serialize(result));
         }
         // One transaction holds the handler's writes and the stored idempotent reply.
         let body = '';

@@ -2,6 +2,7 @@
 // stream, the supervisor and the API all parse into these before `actor.send`. Every
 // event that depends on time carries `at` (epoch ms): the machine never reads a clock.
 import { z } from 'zod';
+import { transferEventSchemas } from './transfer-events.ts';
 
 export const FINAL_CALL_STATUSES = ['completed', 'busy', 'no-answer', 'failed', 'canceled'] as const;
 export type FinalCallStatus = (typeof FINAL_CALL_STATUSES)[number];
@@ -13,7 +14,8 @@ export type CallStatus = (typeof CALL_STATUSES)[number];
  * api.md's ended reasons, plus three honest infrastructure endings: `media_lost` (the
  * call's media died with the process), `provider_not_configured` (no speech or model
  * provider is configured, so nobody could talk) and `provider_error` (a provider failed
- * mid-call and retrying did not help).
+ * mid-call and retrying did not help). `precall_rejected` is an inbound call the customer's pre-call
+ * webhook answered `reject` (recorded by the inbound router; no actor ever runs it).
  */
 export const ENDED_REASONS = [
   'completed',
@@ -33,6 +35,7 @@ export const ENDED_REASONS = [
   'media_lost',
   'provider_not_configured',
   'provider_error',
+  'precall_rejected',
 ] as const;
 export type EndedReason = (typeof ENDED_REASONS)[number];
 
@@ -123,7 +126,7 @@ export const callEventSchema = z.discriminatedUnion('type', [
   /** The carrier could not be asked (reconciliation or hang-up); the machine retries on a timer. */
   z.object({ type: z.literal('CARRIER.UNREACHABLE'), at }),
   /** A durable deadline of the machine's own came due (see the TIMERS list). */
-  z.object({ type: z.literal('TIMER'), at, name: z.enum(['queue_check', 'stale', 'retry', 'give_up']) }),
+  z.object({ type: z.literal('TIMER'), at, name: z.enum(['queue_check', 'stale', 'retry', 'give_up', 'transfer']) }),
   /** The actor came back after a restart; calls whose media died with the process ask the carrier. */
   z.object({ type: z.literal('RESTORED'), at }),
   /**
@@ -138,8 +141,26 @@ export const callEventSchema = z.discriminatedUnion('type', [
     text: z.string().min(1).max(20_000),
     latencyMs: z.number().nonnegative().optional(),
   }),
+  /**
+   * A calendar change the conversation made through the number's CRM (api.md's Booking
+   * object): appended to the call record's `bookings`, in order.
+   */
+  z.object({
+    type: z.literal('CONVERSATION.BOOKING'),
+    at,
+    booking: z.object({
+      action: z.enum(['created', 'rescheduled', 'cancelled']),
+      booking_uid: z.string().min(1).max(200),
+      start: z.string().max(40).optional(),
+      attendee_name: z.string().max(200).optional(),
+      attendee_email: z.string().max(254).optional(),
+      service: z.string().max(200).optional(),
+      timezone: z.string().min(1).max(64),
+    }),
+  }),
   /** Post-call work (recording, analysis, webhooks) finished; later issues fill it in. */
   z.object({ type: z.literal('POSTCALL.DONE'), at }),
+  ...transferEventSchemas,
 ]);
 
 export type CallEvent = z.infer<typeof callEventSchema>;

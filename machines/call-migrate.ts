@@ -22,11 +22,13 @@ export function placeCall(ctx: CallContext): unknown {
   if (ctx.endedAt !== null) return 'post-call';
   if (ctx.carrierCallId === null) return ctx.queued && ctx.dialedAt === null ? 'queued' : ctx.direction === 'inbound' ? { 'in-progress': 'listening' } : { 'dial-unknown': 'asking' };
   if (ctx.hangupReason !== null) return 'hanging-up';
+  // A transfer that was running: the carrier is asked where it stands (never sent again).
+  if (ctx.transfer?.outcome === 'pending') return { 'in-progress': { transferring: 'checking' } };
   if (ctx.startedAt !== null) return { 'in-progress': 'listening' };
   return ctx.callStatus === 'ringing' ? 'ringing' : 'initiated';
 }
 
-/** Version 1 (issue 4) → 2: new context fields; an invoked dial cut off by the restart is an unknown dial. 2 → 3: the transcript and latency fields. */
+/** Version 1 (issue 4) → 2: new context fields; an invoked dial cut off by the restart is an unknown dial. 2 → 3: the transcript and latency fields. 3 → 4: the transfer field. */
 export function migrateCallSnapshot(p: PersistedCall): PersistedCall | null {
   if (p.context === null || typeof p.context !== 'object') return null;
   const old = p.context as Partial<CallContext>;
@@ -39,6 +41,7 @@ export function migrateCallSnapshot(p: PersistedCall): PersistedCall | null {
     transcript: old.transcript ?? null,
     latencyTotalMs: old.latencyTotalMs ?? 0,
     latencyTurns: old.latencyTurns ?? 0,
+    transfer: old.transfer ?? null,
   };
   const state = phaseOf(p.value);
   let value: unknown = p.value;

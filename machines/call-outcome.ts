@@ -2,6 +2,7 @@
 // and the call-record fields derived from a call's context (durations, billing).
 // No clock: every time comes from an event's `at` or the call's input.
 import type { CallInput, CallStatus, EndedReason, FinalCallStatus, HangupReason } from './call-events.ts';
+import type { TransferState } from './call-transfer.ts';
 
 /** Why the service hangs up: the API/engine reasons, or `media_lost` after a restart found the call still up. */
 export type ServiceHangupReason = HangupReason | 'media_lost';
@@ -32,6 +33,21 @@ export interface CallContext extends CallInput {
   /** Sum and count of the turn latencies measured so far (avg_latency_ms). */
   latencyTotalMs: number;
   latencyTurns: number;
+  /** The call's latest transfer (machines/call-transfer.ts); null until the conversation asks for one. */
+  transfer: TransferState | null;
+  /** Calendar changes the conversation made (api.md Booking objects), in order; absent in snapshots older than bookings: none. */
+  bookings?: CallBooking[];
+}
+
+/** Api.md's Booking object as the call record holds it. */
+export interface CallBooking {
+  action: 'created' | 'rescheduled' | 'cancelled';
+  booking_uid: string;
+  start?: string | undefined;
+  attendee_name?: string | undefined;
+  attendee_email?: string | undefined;
+  service?: string | undefined;
+  timezone: string;
 }
 
 /** The event that finished a call, in the terms the table needs. */
@@ -93,6 +109,7 @@ export interface CallRecordFields {
   transcript: string | null;
   /** Mean turn latency, rounded to the millisecond; null before the first measured turn. */
   avg_latency_ms: number | null;
+  bookings: CallBooking[];
 }
 
 /** Billed minutes for a connected time: seconds rounded up, /60, rounded to 2 decimals. */
@@ -117,5 +134,6 @@ export function callRecordOf(ctx: CallContext): CallRecordFields {
     voicemail_detected: ctx.voicemailDetected,
     transcript: ctx.transcript ?? null,
     avg_latency_ms: (ctx.latencyTurns ?? 0) > 0 ? Math.round(ctx.latencyTotalMs / ctx.latencyTurns) : null,
+    bookings: ctx.bookings ?? [],
   };
 }

@@ -239,6 +239,7 @@ describe('happy paths', () => {
       voicemail_detected: false,
       transcript: null,
       avg_latency_ms: null,
+      bookings: [],
     });
     // A done actor is not live: it takes nothing more.
     expect(c.send({ type: 'CARRIER.ENDED', at: T0 + 80_000, status: 'failed' }).taken).toBe(false);
@@ -264,7 +265,7 @@ describe('happy paths', () => {
     c.send({ type: 'CARRIER.ENDED', at: T0 + 10_000, status: 'completed' });
     expectEnded(c, 'completed', 'callee_hangup');
     expect(c.ctx.hangupReason).toBeNull();
-    expect(c.issued).toEqual({ dial: 1, findDial: 0, checkCall: 0, hangup: 0 });
+    expect(c.issued).toMatchObject({ dial: 1, findDial: 0, checkCall: 0, hangup: 0, placeTransfer: 0 });
   });
 
   it('queued: nothing is dialed until the slot is granted, then the dial starts once', () => {
@@ -1040,6 +1041,7 @@ describe('purity and persistence', () => {
       voicemail_detected: false,
       transcript: null,
       avg_latency_ms: null,
+      bookings: [],
     });
   });
 });

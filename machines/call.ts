@@ -14,11 +14,12 @@
 import { assign, setup, type SnapshotFrom } from 'xstate';
 import { FINAL_CALL_STATUSES, type CallEvent, type CallInput, type FinalCallStatus, type HangupReason } from './call-events.ts';
 import { finalValues, type CallContext, type Ending, type ServiceHangupReason } from './call-outcome.ts';
+import { beginTransfer, failTransfer, handoff, isCurrentTransfer, markMediaLost, recordLeg, transferringState, whispersItself, type TransferIntent } from './call-transfer.ts';
 
 export { callRecordOf, chargedMinutes, type CallContext, type CallRecordFields, type ServiceHangupReason } from './call-outcome.ts';
 
 /** Bumped whenever a persisted snapshot of the previous version would not restore as is. */
-export const CALL_MACHINE_VERSION = 3;
+export const CALL_MACHINE_VERSION = 4;
 
 /** Tags the runtime reads instead of state names. */
 export const CALL_TAGS = {
@@ -142,6 +143,18 @@ export const callMachine = setup({
     cancelDeadline: (_, _params: { name: string }) => {},
     releaseSlot: () => {},
     requestSlot: () => {},
+    // Transfer effects (machines/call-transfer.ts, actors/transfer-effects.ts).
+    placeTransfer: (_, _params: TransferIntent) => {},
+    checkTransfer: (_, _params: TransferIntent) => {},
+    whisperTransfer: (_, _params: TransferIntent) => {},
+    bridgeTransfer: (_, _params: TransferIntent) => {},
+    releaseMedia: (_, _params: TransferIntent) => {},
+    dropTransferLeg: (_, _params: TransferIntent) => {},
+    beginTransfer: assign(({ context, event }) => beginTransfer(context, event as Ev<'TRANSFER.REQUESTED'>)),
+    recordTransferLeg: assign(({ context, event }) => recordLeg(context, event)),
+    markTransferMediaLost: assign(({ context }) => markMediaLost(context)),
+    failTransfer: assign(({ context, event }) => failTransfer(context, event as Ev<'TRANSFER.FAILED'>)),
+    endTransferred: assign(({ context, event }) => handoff(context, event as Ev<'TRANSFER.CONNECTED'>)),
 
     recordCarrierId: assign(({ context, event }) => {
       const id = 'carrierCallId' in event ? event.carrierCallId : undefined;
@@ -178,6 +191,9 @@ export const callMachine = setup({
         latencyTurns: context.latencyTurns + (measured ? 1 : 0),
       };
     }),
+    addBooking: assign(({ context, event }) => ({
+      bookings: [...(context.bookings ?? []), (event as Ev<'CONVERSATION.BOOKING'>).booking],
+    })),
     clearRestored: assign({ restored: false }),
     countHangupAttempt: assign(({ context }) => ({ hangupAttempts: context.hangupAttempts + 1 })),
     requestHangup: assign(({ context, event }) => {
@@ -245,6 +261,11 @@ export const callMachine = setup({
     /** The carrier no longer has the call and says when it ended, without a final status (carrier B). */
     goneAt: ({ event }) => event.type === 'RECONCILED' && event.carrierStatus === 'unknown' && event.endedAt !== undefined,
     carrierSaysAnswered: ({ event }) => (event.type === 'RECONCILED' || event.type === 'DIAL.FOUND') && event.answered === true,
+    currentTransfer: ({ context, event }) => isCurrentTransfer(context, event),
+    answeredForWhisper: ({ context, event }) => isCurrentTransfer(context, event) && whispersItself(context),
+    /** The transfer failed after a restart killed the caller's media, and nothing opens it again: hang up. */
+    failedWithoutMedia: ({ context, event }) =>
+      isCurrentTransfer(context, event) && event.type === 'TRANSFER.FAILED' && context.transfer!.mediaLost && event.mediaBack !== true,
   },
 }).createMachine({
   id: 'call',
@@ -265,6 +286,7 @@ export const callMachine = setup({
     transcript: null,
     latencyTotalMs: 0,
     latencyTurns: 0,
+    transfer: null,
   }),
   initial: 'created',
   states: {
@@ -432,11 +454,15 @@ export const callMachine = setup({
       exit: [cancel(MAX_DURATION_DEADLINE), cancel('stale'), cancel('retry')],
       initial: 'listening',
       states: {
-        listening: {},
+        listening: {
+          on: { 'TRANSFER.REQUESTED': { target: 'transferring', actions: 'beginTransfer' } },
+        },
+        transferring: transferringState({ timer, cancel }),
       },
       on: {
         'DIAL.ACCEPTED': { actions: 'recordCarrierId' },
         'CONVERSATION.LINE': { actions: 'addLine' },
+        'CONVERSATION.BOOKING': { actions: 'addBooking' },
         'CARRIER.AMD': { guard: 'voicemailByAmd', target: 'hanging-up', actions: 'requestHangup' },
         'CARRIER.ENDED': { target: 'ended', actions: 'endByCarrier' },
         'HANGUP.REQUESTED': { target: 'hanging-up', actions: 'requestHangup' },
@@ -469,6 +495,7 @@ export const callMachine = setup({
         'CARRIER.RINGING': { actions: 'recordCarrierId' },
         // What was said up to the hang-up (the goodbye, a cut reply) still reaches the transcript.
         'CONVERSATION.LINE': { actions: 'addLine' },
+        'CONVERSATION.BOOKING': { actions: 'addBooking' },
         // The far end may pick up before our hang-up lands: that time is connected time.
         'CARRIER.ANSWERED': { actions: 'markAnswered' },
         'CARRIER.AMD': { actions: 'markAnswered' },
@@ -508,6 +535,7 @@ export const callMachine = setup({
         'DIAL.ACCEPTED': { actions: 'recordCarrierId' },
         // The carrier's end may overtake the media stream's last words.
         'CONVERSATION.LINE': { actions: 'addLine' },
+        'CONVERSATION.BOOKING': { actions: 'addBooking' },
         'POSTCALL.DONE': 'done',
         TIMER: { guard: ({ event }) => event.name === 'stale', target: 'done' },
         RESTORED: { target: 'post-call', reenter: true },

@@ -55,7 +55,7 @@ const playbackPaused = (d: ConversationDriver) => d.of('pausePlayback', 'resumeP
 describe('greeting', () => {
   it('with ai_speaks_first the agent greets the moment the line opens', () => {
     const d = ConversationDriver.start({ aiSpeaksFirst: true });
-    expect(d.of('startReply')).toEqual([{ type: 'startReply', at: 0, request: { kind: 'greeting', lines: [], greeted: false } }]);
+    expect(d.of('startReply')).toEqual([{ type: 'startReply', at: 0, request: { kind: 'greeting', lines: [], greeted: false, toolRounds: [] } }]);
   });
 
   it('otherwise it greets after pickup_delay', () => {
@@ -89,7 +89,7 @@ describe('end of turn', () => {
     d.advance(1);
     const answer = d.of('startReply').at(-1)!;
     expect(answer.at).toBe(wordsAt + eagernessMs);
-    expect(answer.request).toEqual({ kind: 'answer', lines: [agent(GREETING), caller('I would like to book a table')], greeted: true });
+    expect(answer.request).toEqual({ kind: 'answer', lines: [agent(GREETING), caller('I would like to book a table')], greeted: true, toolRounds: [] });
   });
 
   it('with response_eagerness 0 it answers the moment the words are final', () => {

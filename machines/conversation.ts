@@ -16,7 +16,22 @@
 //   ("uh-huh", "okay") or no words within `resumeAfterMs` resumes where it paused.
 // - A reply that is still being prepared when the caller goes on talking is stale: it
 //   is cancelled and the caller's new words join the turn.
+//
+// Keypad and tools (issue 9):
+// - An entry typed on the keypad (grouped by machines/keypad.ts) is a caller turn of its
+//   own words ("The caller pressed 1 2 3 on the keypad."): it ends the turn like final
+//   words, interrupts a reply that plays and cancels one being prepared.
+// - Tools the engine runs over HTTP (custom functions, the in-call webhook): the model's
+//   reply names them (TOOL.CALLS), `runTools` starts them, TOOL.DONE / TOOL.FAILED
+//   answer each. Once every answer is in, the model is asked again with them (a
+//   continuation: an `answer` reply whose request carries the tool rounds). While a tool
+//   runs and nothing plays, the agent says a short filler after FILLER_AFTER_MS, then
+//   again every FILLER_AGAIN_MS, so the line is never silent.
+// - Barge-in during a tool: the tool is not cancelled and its answer is still used. The
+//   caller's words are heard meanwhile; if they spoke, the next reply answers their
+//   words with the tool's answer in view, otherwise it continues from the answer.
 import { assign, enqueueActions, setup, type EventObject, type SnapshotFrom } from 'xstate';
+import { keypadText } from './keypad.ts';
 
 export const CONVERSATION_MACHINE_VERSION = 1;
 
@@ -29,7 +44,39 @@ export type ReplyKind =
   /** `fallback_message`: the caller spoke but no words were recognised. */
   | 'fallback'
   /** A short apology after a provider failure the engine could not retry away. */
-  | 'apology';
+  | 'apology'
+  /** The transfer did not reach the person (busy, no answer…): the agent says so; the engine knows why. */
+  | 'transfer_failed'
+  /** A short line said while a tool runs ("One moment while I check that."). */
+  | 'filler';
+
+/** Quiet while a tool runs before the agent says a filler. */
+export const FILLER_AFTER_MS = 1000;
+/** Quiet after a filler, the tool still running, before the next one. */
+export const FILLER_AGAIN_MS = 3000;
+
+/** One tool call of the model's that the engine runs (a custom function, the in-call webhook). */
+export interface ToolCall {
+  /** The model's id of the call (unique within its round). */
+  id: string;
+  name: string;
+  /** The arguments as the model wrote them (JSON text, possibly invalid). */
+  arguments: string;
+}
+
+/** The tool calls of one model reply and their answers, which the model sees again on every later request. */
+export interface ToolRound {
+  /** Where the round sits: after the first `at` lines (the words of the reply that made the calls, if heard, are line `at`). */
+  at: number;
+  calls: ToolCall[];
+  /** The answer to `calls[i]` as the model is given it (JSON text); null while it runs. */
+  results: (string | null)[];
+  /**
+   * The reply that named the tools was heard saying something (then it is line `at`, and
+   * the model sees it as the words of its tool-calling message); null until that reply ends.
+   */
+  words: boolean | null;
+}
 
 /** Why the conversation asks the call to end. */
 export type ConversationEndReason = 'agent_hangup' | 'silence_timeout' | 'provider_error';
@@ -55,6 +102,8 @@ export interface ReplyRequest {
   lines: readonly TranscriptLine[];
   /** The greeting has been played (a caller who spoke first is greeted in the answer). */
   greeted: boolean;
+  /** Every tool round so far, answered (a model reply is only asked for once the last round is answered). */
+  toolRounds: readonly ToolRound[];
 }
 
 export interface TranscriptLine {
@@ -84,6 +133,13 @@ export interface ConversationContext extends ConversationInput {
   /** Set by the end-call tool or a give-up: the call ends once the current reply has played. */
   endAfterReply: ConversationEndReason | null;
   endReason: ConversationEndReason | null;
+  toolRounds: ToolRound[];
+  /** The last tool round has not been replied to yet (the model must be asked again with its answers). */
+  toolReplyDue: boolean;
+  /** Fillers said while the last tool round runs. */
+  fillers: number;
+  /** The model called the transfer tool: once the current reply has played, the caller is transferred. */
+  transferAfterReply: boolean;
 }
 
 export type ConversationEvent =
@@ -110,6 +166,18 @@ export type ConversationEvent =
   | { type: 'REPLY.FAILED'; provider: 'llm' | 'tts'; retryable: boolean }
   /** The model called the end-call tool: the call ends once this reply has played. */
   | { type: 'END_CALL' }
+  /** The current reply's model asked for tools the engine runs (sent before the reply ends). */
+  | { type: 'TOOL.CALLS'; calls: ToolCall[] }
+  /** A tool answered; `result` is what the model is given (JSON text). */
+  | { type: 'TOOL.DONE'; id: string; result: string }
+  /** A tool failed (timeout, refused address, error status, answer too big): the model is told `error`. */
+  | { type: 'TOOL.FAILED'; id: string; error: string }
+  /** A keypad entry (the digits grouped by machines/keypad.ts). */
+  | { type: 'KEYPAD'; digits: string }
+  /** The model called the transfer tool: once this reply has played, the engine transfers (and the caller holds). */
+  | { type: 'TRANSFER' }
+  /** The transfer did not reach the person: the caller is back, the agent tells them. */
+  | { type: 'TRANSFER.FAILED' }
   /** The call is over (hang-up, media gone): stop everything. */
   | { type: 'HANGUP' };
 
@@ -138,7 +206,7 @@ const ANSWER_TURN = [
   { type: 'recordLine', params: ({ context }: { context: ConversationContext }) => ({ speaker: 'caller' as const, text: context.callerText }) },
   'commitCallerLine',
 ] as const;
-const LINE_FROM_REPLY = ['agentLine'] as const;
+const LINE_FROM_REPLY = ['agentLine', 'settleRoundWords'] as const;
 
 export const conversationMachine = setup({
   types: {
@@ -161,6 +229,8 @@ export const conversationMachine = setup({
     recordLine: (_, _params: TranscriptLine) => {},
     /** The conversation wants the call ended. */
     requestHangup: (_, _params: { reason: ConversationEndReason }) => {},
+    /** Run these tools; each is answered with TOOL.DONE or TOOL.FAILED. */
+    runTools: (_, _params: { calls: ToolCall[] }) => {},
 
     /** The caller's turn is over: their words become a line and the agent answers them. */
     commitCallerLine: assign(({ context }) => ({
@@ -195,12 +265,48 @@ export const conversationMachine = setup({
     countFailure: assign(({ context }) => ({ failures: context.failures + 1 })),
     played: assign(({ context }) => ({ failures: 0, greeted: context.greeted || context.replyKind === 'greeting' })),
     /** The caller interrupted the goodbye: they have more to say, so the call goes on. */
-    keepCallOpen: assign(({ context }) => ({ endAfterReply: context.endAfterReply === 'agent_hangup' ? null : context.endAfterReply })),
+    keepCallOpen: assign(({ context }) => ({
+      endAfterReply: context.endAfterReply === 'agent_hangup' ? null : context.endAfterReply,
+      // Likewise the transfer the interrupted reply announced: the model hears them out first.
+      transferAfterReply: false,
+    })),
+    /** Transfer the caller once this reply has played (the engine: hold audio, the call's transfer). */
+    requestTransfer: (_, _params: { lines: readonly TranscriptLine[] }) => {},
+    transferAfter: assign({ transferAfterReply: true }),
     /** A greeting cut short still greeted the caller if they heard some of it. */
     noteGreeting: assign(({ context, event }) => ({
       greeted: context.greeted || (context.replyKind === 'greeting' && event.type === 'REPLY.ENDED' && event.heard.trim() !== ''),
     })),
     endAfter: assign((_, reason: ConversationEndReason) => ({ endAfterReply: reason })),
+    takeKeys: assign(({ context, event }) => (event.type === 'KEYPAD' ? { callerText: join(context.callerText, keypadText(event.digits)) } : {})),
+    openToolRound: assign(({ context, event }) => {
+      const calls = event.type === 'TOOL.CALLS' ? event.calls : [];
+      return {
+        toolRounds: [...context.toolRounds, { at: context.lines.length, calls, results: calls.map(() => null), words: null }],
+        toolReplyDue: true,
+        fillers: 0,
+      };
+    }),
+    /** An answer to a call of the last round still running; anything else (a late or unknown id) is dropped. */
+    takeToolAnswer: assign(({ context, event }) => {
+      if (event.type !== 'TOOL.DONE' && event.type !== 'TOOL.FAILED') return {};
+      const last = context.toolRounds.at(-1);
+      const i = last ? last.calls.findIndex((c, j) => c.id === event.id && last.results[j] === null) : -1;
+      if (!last || i < 0) return {};
+      const content = event.type === 'TOOL.DONE' ? event.result : JSON.stringify({ error: event.error });
+      const round = { ...last, results: last.results.map((r, j) => (j === i ? content : r)) };
+      return { toolRounds: [...context.toolRounds.slice(0, -1), round] };
+    }),
+    /** The first reply to end after a round opened is the one that named its tools: were its words heard? */
+    settleRoundWords: assign(({ context, event }) => {
+      const last = context.toolRounds.at(-1);
+      if (!last || last.words !== null || event.type !== 'REPLY.ENDED') return {};
+      return { toolRounds: [...context.toolRounds.slice(0, -1), { ...last, words: event.heard.trim() !== '' }] };
+    }),
+    /** The next model reply answers the last round (a continuation, or the caller's words with it). */
+    settleTools: assign({ toolReplyDue: false, fillers: 0 }),
+    continueAfterTools: assign({ toolReplyDue: false, fillers: 0, replyKind: 'answer' as const }),
+    sayFiller: assign(({ context }) => ({ fillers: context.fillers + 1, replyKind: 'filler' as const })),
     end: assign(({ context }, reason: ConversationEndReason) => ({ endReason: context.endReason ?? reason })),
   },
   guards: {
@@ -226,6 +332,13 @@ export const conversationMachine = setup({
     /** A third failure in a row, or the apology itself failed: give up honestly (after an apology where one can be made). */
     givingUp: ({ context }) => context.failures >= 2 || context.replyKind === 'apology',
     endPending: ({ context }) => context.endAfterReply !== null,
+    toolReplyDue: ({ context }) => context.toolReplyDue,
+    toolsRunning: ({ context }) => toolsRunning(context),
+    /** Answered while the caller speaks anew (not the tail of the turn already answered: voice activity ends late). */
+    toolsAnsweredCallerSpeaking: ({ context }) => !toolsRunning(context) && context.callerSpeaking && context.heardSpeech,
+    toolsAnsweredWithWords: ({ context }) => !toolsRunning(context) && hasWords(context.callerText),
+    toolsAnswered: ({ context }) => !toolsRunning(context),
+    transferPending: ({ context }) => context.transferAfterReply,
   },
   delays: {
     pickupDelay: ({ context }) => context.pickupDelayMs,
@@ -233,6 +346,7 @@ export const conversationMachine = setup({
     interrupt: ({ context }) => context.interruptMs,
     silence: ({ context }) => context.silenceHangupMs,
     resume: ({ context }) => context.resumeAfterMs,
+    filler: ({ context }) => (context.fillers === 0 ? FILLER_AFTER_MS : FILLER_AGAIN_MS),
   },
 }).createMachine({
   id: 'conversation',
@@ -248,6 +362,10 @@ export const conversationMachine = setup({
     failures: 0,
     endAfterReply: null,
     endReason: null,
+    toolRounds: [],
+    toolReplyDue: false,
+    fillers: 0,
+    transferAfterReply: false,
   }),
   initial: 'opening',
   on: {
@@ -258,6 +376,11 @@ export const conversationMachine = setup({
     // Whatever state the reply ended in (an interruption moves on before the engine
     // reports what was heard), the words the caller heard go into the transcript.
     'REPLY.ENDED': { actions: [...LINE_FROM_REPLY, 'noteGreeting'] },
+    // Only a live reply names tools (the engine drops the events of any other), so a
+    // round opens while the agent thinks or speaks; answers are kept in any state.
+    'TOOL.CALLS': { actions: ['openToolRound', { type: 'runTools', params: ({ event }) => ({ calls: event.type === 'TOOL.CALLS' ? event.calls : [] }) }] },
+    'TOOL.DONE': { actions: 'takeToolAnswer' },
+    'TOOL.FAILED': { actions: 'takeToolAnswer' },
   },
   states: {
     // The line is open. The agent greets at once, or waits for the caller up to pickup_delay.
@@ -267,6 +390,7 @@ export const conversationMachine = setup({
       on: {
         'SPEECH.START': { target: 'listening.hearing', actions: ['callerStarts', 'markSpeech'] },
         WORDS: [{ guard: 'finalEndOfTurn', target: 'listening.endOfTurn', actions: 'takeWords' }, { actions: 'takeWords' }],
+        KEYPAD: { target: 'listening.endOfTurn', actions: 'takeKeys' },
         // Nobody will be understood: apologise and end rather than greet into a dead line.
         'STT.FAILED': { target: 'thinking', actions: [{ type: 'prepare', params: 'apology' }, { type: 'endAfter', params: 'provider_error' }] },
       },
@@ -281,6 +405,8 @@ export const conversationMachine = setup({
           { guard: 'emptyEndOfTurn', target: '#conversation.thinking', actions: 'fallbackTurn' },
           { actions: 'takeWords' },
         ],
+        // A keypad entry ends the turn like final words (joining a turn still being spoken).
+        KEYPAD: [{ guard: 'callerSpeaking', actions: 'takeKeys' }, { target: '.endOfTurn', actions: 'takeKeys' }],
         'UTTERANCE.END': [
           { guard: 'haveWords', target: '.endOfTurn' },
           { guard: ({ context }) => context.heardSpeech, target: '#conversation.thinking', actions: 'fallbackTurn' },
@@ -291,7 +417,11 @@ export const conversationMachine = setup({
         // Nobody speaks: the silence timer runs. Entered while the caller talks (a reply
         // ended under their speech), it is their turn already.
         idle: {
-          always: { guard: 'callerSpeaking', target: 'hearing', actions: 'markSpeech' },
+          always: [
+            { guard: 'callerSpeaking', target: 'hearing', actions: 'markSpeech' },
+            // A filler cut short by noise, a tool round still to be replied to: back to waiting on it (no silence timer).
+            { guard: 'toolReplyDue', target: '#conversation.waitingForTool' },
+          ],
           after: { silence: { target: '#conversation.ending', actions: { type: 'end', params: 'silence_timeout' } } },
         },
         // The caller speaks: no silence timer, no reply. Entered after they stopped (they
@@ -311,12 +441,22 @@ export const conversationMachine = setup({
         // Speech ended without final words yet: the recogniser's final is on its way.
         // A missing final must not strand the call, so the silence timer runs here too.
         waitingForWords: {
-          after: { silence: { target: '#conversation.ending', actions: { type: 'end', params: 'silence_timeout' } } },
+          after: {
+            // Speech over a tool's wait whose words never come (noise): the tool's answer is not left waiting on them.
+            resume: { guard: 'toolReplyDue', target: '#conversation.waitingForTool' },
+            silence: { target: '#conversation.ending', actions: { type: 'end', params: 'silence_timeout' } },
+          },
         },
         // Words final, caller quiet: reply after response_eagerness unless they go on.
         // An empty final or the recogniser's utterance end adds nothing: the wait is not restarted.
         endOfTurn: {
-          after: { eagerness: { target: '#conversation.thinking', actions: [...ANSWER_TURN] } },
+          after: {
+            eagerness: [
+              // A tool still runs: the caller's words are kept and answered with its answer.
+              { guard: 'toolsRunning', target: '#conversation.waitingForTool', actions: [...ANSWER_TURN] },
+              { target: '#conversation.thinking', actions: [...ANSWER_TURN, 'settleTools'] },
+            ],
+          },
           on: { WORDS: { guard: 'noWords' }, 'UTTERANCE.END': {} },
         },
       },
@@ -325,7 +465,7 @@ export const conversationMachine = setup({
     // The reply is being prepared (model, then speech); nothing has played yet.
     thinking: {
       // The lines travel with the effect: during the transition the actor's snapshot is still the old one.
-      entry: { type: 'startReply', params: ({ context }) => ({ kind: context.replyKind, lines: context.lines, greeted: context.greeted }) },
+      entry: { type: 'startReply', params: ({ context }) => ({ kind: context.replyKind, lines: context.lines, greeted: context.greeted, toolRounds: context.toolRounds }) },
       initial: 'quiet',
       states: {
         quiet: { on: { 'SPEECH.START': { target: 'overlap', actions: 'callerStarts' } } },
@@ -339,17 +479,24 @@ export const conversationMachine = setup({
         // A caller already talking when the audio starts is talking over it.
         'REPLY.AUDIO': [{ guard: 'callerSpeaking', target: 'speaking.overlap', actions: 'clearOverlap' }, { target: 'speaking' }],
         'REPLY.ENDED': [
+          { guard: 'transferPending', target: 'transferring', actions: [...LINE_FROM_REPLY, 'played'] },
           { guard: 'endPending', target: 'ending', actions: [...LINE_FROM_REPLY, 'played'] },
+          { guard: 'toolReplyDue', target: 'waitingForTool', actions: [...LINE_FROM_REPLY, 'played'] },
           { target: 'listening', actions: [...LINE_FROM_REPLY, 'played'] },
         ],
         'REPLY.FAILED': [
           { guard: 'cannotSpeak', target: 'ending', actions: { type: 'end', params: 'provider_error' } },
+          // The reply that named tools failed after naming them: their answers carry the conversation on (no second run of them).
+          { guard: 'toolReplyDue', target: 'waitingForTool', actions: 'countFailure' },
           { guard: 'mayRetry', target: 'thinking', reenter: true, actions: 'countFailure' },
           { guard: 'givingUp', target: 'thinking', reenter: true, actions: ['countFailure', { type: 'prepare', params: 'apology' }, { type: 'endAfter', params: 'provider_error' }] },
           { target: 'thinking', reenter: true, actions: ['countFailure', { type: 'prepare', params: 'apology' }] },
         ],
         END_CALL: { actions: { type: 'endAfter', params: 'agent_hangup' } },
+        TRANSFER: { actions: 'transferAfter' },
         WORDS: { actions: 'takeWords' },
+        // The caller typed while the reply was prepared: it answers a turn they moved past.
+        KEYPAD: { target: 'listening.endOfTurn', actions: ['cancelReply', 'keepCallOpen', 'takeKeys'] },
         'STT.FAILED': { actions: { type: 'endAfter', params: 'provider_error' } },
       },
     },
@@ -385,17 +532,44 @@ export const conversationMachine = setup({
         },
       },
       on: {
+        // A key press over the agent is deliberate: it interrupts like real words.
+        KEYPAD: { target: 'listening.endOfTurn', actions: ['interruptReply', 'keepCallOpen', 'takeKeys'] },
         'REPLY.ENDED': [
+          { guard: 'transferPending', target: 'transferring', actions: [...LINE_FROM_REPLY, 'played'] },
           { guard: 'endPending', target: 'ending', actions: [...LINE_FROM_REPLY, 'played'] },
+          { guard: 'toolReplyDue', target: 'waitingForTool', actions: [...LINE_FROM_REPLY, 'played'] },
           { target: 'listening', actions: [...LINE_FROM_REPLY, 'played'] },
         ],
         'REPLY.FAILED': [
           { guard: 'cannotSpeak', target: 'ending', actions: { type: 'end', params: 'provider_error' } },
+          // The reply that named tools failed after naming them: their answers carry the conversation on (no second run of them).
+          { guard: 'toolReplyDue', target: 'waitingForTool', actions: 'countFailure' },
           { guard: 'givingUp', target: 'thinking', actions: ['countFailure', { type: 'prepare', params: 'apology' }, { type: 'endAfter', params: 'provider_error' }] },
           { target: 'thinking', actions: ['countFailure', { type: 'prepare', params: 'apology' }] },
         ],
         END_CALL: { actions: { type: 'endAfter', params: 'agent_hangup' } },
+        TRANSFER: { actions: 'transferAfter' },
         'STT.FAILED': { actions: { type: 'endAfter', params: 'provider_error' } },
+      },
+    },
+
+    // Tools run and nothing plays. The caller is heard meanwhile (their words kept);
+    // once every answer is in, the caller's turn goes on, their words are answered, or
+    // the model continues from the answers.
+    waitingForTool: {
+      always: [
+        { guard: 'toolsAnsweredCallerSpeaking', target: 'listening.hearing' },
+        { guard: 'toolsAnsweredWithWords', target: 'listening.endOfTurn' },
+        { guard: 'toolsAnswered', target: 'thinking', actions: 'continueAfterTools' },
+      ],
+      after: { filler: { guard: 'callerQuiet', target: 'thinking', actions: 'sayFiller' } },
+      on: {
+        'SPEECH.START': { actions: ['callerStarts', 'markSpeech'] },
+        // The wait for a filler restarts once the caller stops.
+        'SPEECH.END': { target: 'waitingForTool', reenter: true, actions: 'callerStops' },
+        WORDS: { actions: 'takeWords' },
+        KEYPAD: { actions: 'takeKeys' },
+        'STT.FAILED': { target: 'thinking', actions: [{ type: 'prepare', params: 'apology' }, { type: 'endAfter', params: 'provider_error' }] },
       },
     },
 
@@ -408,8 +582,21 @@ export const conversationMachine = setup({
       on: { 'REPLY.ENDED': { actions: [...LINE_FROM_REPLY] } },
     },
 
+    // The agent's last words have played; the caller holds while the call is transferred.
+    // Nobody is answered meanwhile and no silence timer runs. A transfer that does not
+    // reach the person brings the conversation back: the agent says so.
+    transferring: {
+      entry: [{ type: 'requestTransfer', params: ({ context }) => ({ lines: context.lines }) }, assign({ transferAfterReply: false })],
+      on: { 'TRANSFER.FAILED': { target: 'thinking', actions: { type: 'prepare', params: 'transfer_failed' } } },
+    },
+
     closed: { type: 'final' },
   },
 });
+
+/** A call of the last round has no answer yet. */
+function toolsRunning(context: ConversationContext): boolean {
+  return context.toolRounds.at(-1)?.results.includes(null) ?? false;
+}
 
 export type ConversationSnapshot = SnapshotFrom<typeof conversationMachine>;

@@ -1,5 +1,5 @@
 // Erasure of call records: one call, or every call of an account together with its
-// SMS messages, the calls' actor snapshots and deadlines, and recording files kept in
+// SMS messages, the calls' actor snapshots, deadlines, webhook deliveries and analysis jobs, and recording files kept in
 // the data directory. Rows go in the caller's transaction; files are removed last, so
 // a failure to remove one rolls the rows back and the request can be repeated.
 import { unlinkSync } from 'node:fs';
@@ -42,6 +42,12 @@ export function createCallErasure(db: Db) {
   const deleteDeadlines = db.prepare('DELETE FROM deadlines WHERE account_id = ? AND actor_id = ?');
   const deleteCallSnapshots = db.prepare("DELETE FROM actor_snapshots WHERE account_id = ? AND kind = 'call'");
   const deleteCallDeadlines = db.prepare("DELETE FROM deadlines WHERE account_id = ? AND actor_id LIKE 'call\\_%' ESCAPE '\\'");
+  // Webhook deliveries about erased calls go too: their payloads hold the transcript and numbers.
+  const deleteDeliveries = db.prepare('DELETE FROM webhook_deliveries WHERE account_id = ? AND call_id = ?');
+  const deleteCallDeliveries = db.prepare('DELETE FROM webhook_deliveries WHERE account_id = ? AND call_id IS NOT NULL');
+  // A pending analysis of an erased call never runs: nothing is left to analyse or to tell.
+  const deleteAnalysisJob = db.prepare('DELETE FROM analysis_jobs WHERE account_id = ? AND internal_id = ?');
+  const deleteAnalysisJobs = db.prepare('DELETE FROM analysis_jobs WHERE account_id = ?');
 
   // Only files inside the data directory are ever removed, whatever a row says.
   function removeFile(path: string | null): void {
@@ -61,9 +67,11 @@ export function createCallErasure(db: Db) {
     const t = selectOne.get(accountId, id, id, id, id);
     if (!t) return null;
     deleteCall.run(accountId, t.call_id);
+    deleteDeliveries.run(accountId, t.call_id);
     if (t.internal_id !== null) {
       deleteSnapshot.run(accountId, t.internal_id);
       deleteDeadlines.run(accountId, t.internal_id);
+      deleteAnalysisJob.run(accountId, t.internal_id);
     }
     removeFile(t.recording_path);
     return { internalId: t.internal_id, callId: t.call_id, recordingDeleted: hadRecording(t) };
@@ -75,6 +83,8 @@ export function createCallErasure(db: Db) {
     const sms = deleteSms.run(accountId).changes;
     deleteCallSnapshots.run(accountId);
     deleteCallDeadlines.run(accountId);
+    deleteCallDeliveries.run(accountId);
+    deleteAnalysisJobs.run(accountId);
     for (const t of targets) removeFile(t.recording_path);
     return {
       internalIds: targets.flatMap((t) => (t.internal_id === null ? [] : [t.internal_id])),

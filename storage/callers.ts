@@ -64,6 +64,18 @@ export function createCallersRepo(db: Db) {
     'SELECT COUNT(*) AS n FROM callers WHERE account_id = ? AND phone_number = ?',
   );
   const deleteOne = db.prepare('DELETE FROM callers WHERE account_id = ? AND phone_number = ? AND caller_number = ?');
+  // The engine's write: last_call always, open_item only when `set_open_item` is 1; the
+  // customer's fields are never named, so they keep whatever the customer set.
+  const remember = db.prepare<[UpsertParams], CallerRow>(
+    `INSERT INTO callers (phone_number, caller_number, account_id, last_call, open_item, created_at, updated_at)
+     VALUES (@phone_number, @caller_number, @account_id, @last_call, @open_item, @now, @now)
+     ON CONFLICT (phone_number, caller_number) DO UPDATE SET
+       last_call = excluded.last_call,
+       open_item = CASE WHEN @set_open_item = 1 THEN excluded.open_item ELSE callers.open_item END,
+       updated_at = excluded.updated_at
+     WHERE callers.account_id = excluded.account_id
+     RETURNING *`,
+  );
 
   function merge(accountId: string, phoneNumber: string, callerNumber: string, patch: ContextPatch, now: number): CallerRow | undefined {
     const params: UpsertParams = { phone_number: phoneNumber, caller_number: callerNumber, account_id: accountId, now };
@@ -101,6 +113,22 @@ export function createCallersRepo(db: Db) {
     },
     /** Creates the record or merges into it; undefined only if the row is another account's. */
     upsert: merge,
+    /**
+     * The engine's memory of a call (creating the record if the caller is new):
+     * `lastCall` is JSON text; `openItem` undefined keeps the stored one, null clears it.
+     * Customer fields are never touched. Undefined only if the row is another account's.
+     */
+    remember(accountId: string, phoneNumber: string, callerNumber: string, lastCall: string, openItem: string | null | undefined, now: number): CallerRow | undefined {
+      return remember.get({
+        phone_number: phoneNumber,
+        caller_number: callerNumber,
+        account_id: accountId,
+        last_call: lastCall,
+        open_item: openItem ?? null,
+        set_open_item: openItem === undefined ? 0 : 1,
+        now,
+      });
+    },
     /** Erases the record, engine-learned fields included; false when there was none. */
     delete(accountId: string, phoneNumber: string, callerNumber: string): boolean {
       return deleteOne.run(accountId, phoneNumber, callerNumber).changes === 1;

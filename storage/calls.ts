@@ -41,6 +41,8 @@ export interface CallRow {
   avg_latency_ms: number | null;
   analysis_status: string;
   updated_at: number | null;
+  /** JSON of the pre-call gate's decision (actors/precall-gate.ts PrecallRecord); null when no gate ran. */
+  precall: string | null;
 }
 
 /** What an actor (or the inbound router, for calls it refuses) knows of a call. */
@@ -65,6 +67,8 @@ export interface CallWrite {
   voicemailDetected: boolean;
   transcript: string | null;
   avgLatencyMs: number | null;
+  /** JSON of the Booking objects, in order; left out (a call refused before any conversation): none. */
+  bookings?: string;
   createdAt: number;
   updatedAt: number;
 }
@@ -88,16 +92,16 @@ export function createCallsRepo(db: Db) {
   const upsert = db.prepare(
     `INSERT INTO calls (call_id, account_id, agent_id, direction, call_status, from_number, to_number, started_at,
        ended_at, duration_ms, ended_reason, charged_minutes, campaign_id, created_at, internal_id, carrier_call_id,
-       provider, phone_number, media_token, voicemail_detected, transcript, avg_latency_ms, updated_at)
+       provider, phone_number, media_token, voicemail_detected, transcript, avg_latency_ms, bookings, updated_at)
      VALUES (@callId, @accountId, @agentId, @direction, @callStatus, @fromNumber, @toNumber, @startedAt,
        @endedAt, @durationMs, @endedReason, @chargedMinutes, @campaignId, @createdAt, @internalId, @carrierCallId,
-       @provider, @phoneNumber, @mediaToken, @voicemailDetected, @transcript, @avgLatencyMs, @updatedAt)
+       @provider, @phoneNumber, @mediaToken, @voicemailDetected, @transcript, @avgLatencyMs, @bookings, @updatedAt)
      ON CONFLICT (internal_id) DO UPDATE SET call_id = excluded.call_id, agent_id = excluded.agent_id,
        call_status = excluded.call_status, started_at = excluded.started_at, ended_at = excluded.ended_at,
        duration_ms = excluded.duration_ms, ended_reason = excluded.ended_reason,
        charged_minutes = excluded.charged_minutes, carrier_call_id = excluded.carrier_call_id,
        voicemail_detected = excluded.voicemail_detected, transcript = excluded.transcript,
-       avg_latency_ms = excluded.avg_latency_ms, updated_at = excluded.updated_at`,
+       avg_latency_ms = excluded.avg_latency_ms, bookings = excluded.bookings, updated_at = excluded.updated_at`,
   );
   // A call_id match wins over a carrier_call_id match (ids of different kinds never collide in practice).
   // The internal id matches too: it is the call_id a client was given for a call whose
@@ -132,11 +136,24 @@ export function createCallsRepo(db: Db) {
   // A number is imported once across all accounts, so its E.164 value names its account.
   const numberByE164 = db.prepare<[string], PhoneNumberRow>('SELECT * FROM phone_numbers WHERE phone_number = ?');
   const erasure = createCallErasure(db);
+  const setPrecall = db.prepare('UPDATE calls SET precall = ? WHERE account_id = ? AND internal_id = ?');
+  const renewToken = db.prepare('UPDATE calls SET media_token = ? WHERE account_id = ? AND internal_id = ?');
 
   return {
     /** Inserts the call or updates its lifecycle fields; `mediaToken` counts on insert only. */
     save(w: CallWrite, mediaToken: string | null = null): void {
-      upsert.run({ ...w, mediaToken, voicemailDetected: w.voicemailDetected ? 1 : 0 });
+      upsert.run({ ...w, mediaToken, voicemailDetected: w.voicemailDetected ? 1 : 0, bookings: w.bookings ?? '[]' });
+    },
+    /**
+     * A new one-time media token for a live call whose stream ended and comes back (a
+     * failed transfer on carrier A reconnects the caller to the agent); false when no such row.
+     */
+    renewMediaToken(accountId: string, internalId: string, token: string): boolean {
+      return renewToken.run(token, accountId, internalId).changes === 1;
+    },
+    /** Records the pre-call gate's decision (JSON) on the call's row; the upsert of `save` never touches it. */
+    setPrecall(accountId: string, internalId: string, json: string): void {
+      setPrecall.run(json, accountId, internalId);
     },
     /** By the public id: `call_id`, or the carrier's id of a call that kept its `call_…` id. */
     getByPublicId(accountId: string, id: string): CallRow | undefined {

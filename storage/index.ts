@@ -14,6 +14,8 @@ import { createSnapshotsRepo } from './snapshots.ts';
 import { createDeadlinesRepo } from './deadlines.ts';
 import { createIntentsRepo } from './intents.ts';
 import { createCallPromptsRepo } from './call-prompts.ts';
+import { createWebhookDeliveriesRepo } from './webhook-deliveries.ts';
+import { createCallAnalysisRepo } from './call-analysis.ts';
 import type { SecretBox } from './secret-box.ts';
 
 export function createStorage(db: Db, secrets: SecretBox) {
@@ -33,6 +35,8 @@ export function createStorage(db: Db, secrets: SecretBox) {
     deadlines: createDeadlinesRepo(db),
     intents: createIntentsRepo(db),
     callPrompts: createCallPromptsRepo(db, secrets),
+    webhookDeliveries: createWebhookDeliveriesRepo(db),
+    analysis: createCallAnalysisRepo(db),
   };
 }
 

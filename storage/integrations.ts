@@ -90,7 +90,20 @@ export function createIntegrationsRepo(db: Db, secrets: SecretBox) {
 
   const selectSecret = db.prepare<[string], { webhook_secret: Buffer | null }>('SELECT webhook_secret FROM accounts WHERE id = ?');
   const setSecretIfUnset = db.prepare('UPDATE accounts SET webhook_secret = ? WHERE id = ? AND webhook_secret IS NULL');
-  const setSecret = db.prepare('UPDATE accounts SET webhook_secret = ? WHERE id = ?');
+  // A rotation keeps the secret it replaces, still signing until `until` (migration 005).
+  const rotate = db.prepare('UPDATE accounts SET webhook_secret = ?, webhook_secret_previous = webhook_secret, webhook_secret_previous_until = ? WHERE id = ?');
+  const selectSigning = db.prepare<[string], { webhook_secret: Buffer | null; webhook_secret_previous: Buffer | null; webhook_secret_previous_until: number | null }>(
+    'SELECT webhook_secret, webhook_secret_previous, webhook_secret_previous_until FROM accounts WHERE id = ?',
+  );
+
+  /** The account's signing secret, made on first use. Undefined only for an unknown account. */
+  const webhookSecret = db.transaction((accountId: string): string | undefined => {
+    const row = selectSecret.get(accountId);
+    if (!row) return undefined;
+    if (row.webhook_secret) return secrets.openText(row.webhook_secret);
+    setSecretIfUnset.run(secrets.seal(newWebhookSecret()), accountId);
+    return secrets.openText(selectSecret.get(accountId)!.webhook_secret!);
+  });
 
   const fromFunctionRow = (r: FunctionDbRow): CustomFunctionRow => ({
     ...r,
@@ -141,19 +154,27 @@ export function createIntegrationsRepo(db: Db, secrets: SecretBox) {
       return removeFunction.run(accountId, phoneNumber, functionId).changes > 0;
     },
 
-    /** The account's signing secret, made on first use. Undefined only for an unknown account. */
-    webhookSecret: db.transaction((accountId: string): string | undefined => {
-      const row = selectSecret.get(accountId);
-      if (!row) return undefined;
-      if (row.webhook_secret) return secrets.openText(row.webhook_secret);
-      setSecretIfUnset.run(secrets.seal(newWebhookSecret()), accountId);
-      return secrets.openText(selectSecret.get(accountId)!.webhook_secret!);
-    }),
-    /** Replaces the secret; deliveries signed from now on use the new one only. */
-    rotateWebhookSecret(accountId: string): string {
+    webhookSecret,
+    /**
+     * Replaces the secret. The one it replaces keeps signing, beside the new one, until
+     * `now + keepPreviousMs` (a second rotation in that window drops the oldest).
+     */
+    rotateWebhookSecret(accountId: string, now: number, keepPreviousMs: number): string {
       const secret = newWebhookSecret();
-      setSecret.run(secrets.seal(secret), accountId);
+      rotate.run(secrets.seal(secret), now + keepPreviousMs, accountId);
       return secret;
+    },
+    /**
+     * The secrets a delivery attempt is signed with now: the current one first (made on
+     * first use), then the previous one while it is still within its window after a
+     * rotation. Empty only for an unknown account.
+     */
+    signingSecrets(accountId: string, now: number): string[] {
+      const current = webhookSecret(accountId);
+      if (current === undefined) return [];
+      const row = selectSigning.get(accountId)!;
+      const previous = row.webhook_secret_previous !== null && (row.webhook_secret_previous_until ?? 0) > now ? secrets.openText(row.webhook_secret_previous) : null;
+      return previous === null ? [current] : [current, previous];
     },
   };
 }

@@ -34,6 +34,8 @@ export interface PhoneNumberRow {
   record_call: number | null;
   voicemail_leave_enabled: number | null;
   voicemail_message: string | null;
+  /** Migration 011; null inherits the agent's. */
+  require_booking_confirmation: number | null;
   created_at: number;
   updated_at: number;
 }
@@ -53,6 +55,7 @@ export interface NumberSettings {
   record_call: boolean | null;
   voicemail_leave_enabled: boolean | null;
   voicemail_message: string | null;
+  require_booking_confirmation: boolean | null;
 }
 
 export interface ImportInput {
@@ -117,7 +120,7 @@ export function createPhoneNumbersRepo(db: Db, secrets: SecretBox) {
        sms_reply_enabled = @sms_reply_enabled, sms_prompt = @sms_prompt, web_prompt = @web_prompt,
        speaking_rate = @speaking_rate, dtmf_enabled = @dtmf_enabled, record_call = @record_call,
        voicemail_leave_enabled = @voicemail_leave_enabled, voicemail_message = @voicemail_message,
-       updated_at = @now
+       require_booking_confirmation = @require_booking_confirmation, updated_at = @now
      WHERE phone_number = @phone_number AND account_id = @account_id`,
   );
   const remove = db.prepare('DELETE FROM phone_numbers WHERE phone_number = ? AND account_id = ?');
@@ -211,6 +214,7 @@ export function createPhoneNumbersRepo(db: Db, secrets: SecretBox) {
         record_call: bool(s.record_call),
         voicemail_leave_enabled: bool(s.voicemail_leave_enabled),
         voicemail_message: s.voicemail_message,
+        require_booking_confirmation: bool(s.require_booking_confirmation),
         now,
       }).changes;
       return changed === 1 ? selectOwn.get(phoneNumber, accountId) : undefined;
@@ -248,5 +252,6 @@ export function settingsOf(row: PhoneNumberRow): NumberSettings {
     record_call: b(row.record_call),
     voicemail_leave_enabled: b(row.voicemail_leave_enabled),
     voicemail_message: row.voicemail_message,
+    require_booking_confirmation: b(row.require_booking_confirmation),
   };
 }

@@ -2,14 +2,16 @@
 // filter of GET /v1/calls (and contract.md's campaign_id and phone_number), ordering and
 // pagination, the fields of the list and of the full record, single and bulk erasure
 // (recording files, SMS rows, calls still live), and isolation between accounts.
-// Post-call analysis and recordings come in a later issue: where a test needs their
-// columns filled, it writes them into the database as that step will.
+// These calls have no conversation (the echo engine), so their post-call analysis is
+// `done` with nothing to say (test/call-analysis.test.ts covers real analyses), and
+// recordings come in a later issue: where a test needs those columns filled, it writes
+// them into the database as those steps would.
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError } from './helpers/server.ts';
 import { createAgent, nextNumber } from './helpers/fixtures.ts';
-import { callReaches, dial, getCall, importNumber, newCustomer, startCallStack, type CallStack, type Customer } from './helpers/calls.ts';
+import { callReaches, dial, eventually, getCall, importNumber, newCustomer, startCallStack, type CallStack, type Customer } from './helpers/calls.ts';
 
 let stack: CallStack;
 beforeAll(async () => {
@@ -27,6 +29,8 @@ const RECORD_FIELDS = [
   'call_id', 'agent_id', 'direction', 'call_status', 'from_number', 'to_number', 'started_at', 'ended_at', 'duration_ms', 'duration_seconds',
   'ended_reason', 'charged_minutes', 'transcript', 'summary', 'sentiment', 'successful', 'extracted', 'bookings', 'recording_url',
   'recording_duration_seconds', 'voicemail_detected', 'campaign_id', 'avg_latency_ms', 'analysis_status', 'created_at',
+  // Beyond contract.md §6: the pre-call gate's decision (issue 10), null when no gate ran.
+  'precall',
 ].sort();
 
 /** What post-call analysis and recording will write; set directly until they exist. */
@@ -132,7 +136,11 @@ describe('listing and reading', () => {
   });
 
   it('reads the full record of contract.md §6', async () => {
-    const res = await getCall(stack.server, c.key, ids.voicemail);
+    // The analysis has its outcome a moment after the call ends.
+    const res = await eventually(async () => {
+      const r = await getCall(stack.server, c.key, ids.voicemail);
+      return r.body.analysis_status === 'pending' ? undefined : r;
+    }, 5000, 'the analysis outcome');
     expect(Object.keys(res.body).sort()).toEqual(RECORD_FIELDS);
     expect(res.body).toMatchObject({
       call_id: ids.voicemail,
@@ -143,9 +151,10 @@ describe('listing and reading', () => {
       voicemail_detected: true,
       transcript: null,
       bookings: [],
+      precall: null,
       extracted: null,
       campaign_id: null,
-      analysis_status: 'pending',
+      analysis_status: 'done',
     });
     for (const k of ['started_at', 'ended_at', 'created_at']) expect(res.body[k]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     expect(res.body.duration_seconds).toBe(Math.ceil(res.body.duration_ms / 1000));

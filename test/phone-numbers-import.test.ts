@@ -13,7 +13,7 @@ const BASE = 'https://switchboard.test';
 const FULL_FIELDS = [
   'phone_number', 'agent_id', 'provider', 'source', 'carrier_number_sid', 'inbound_enabled', 'outbound_enabled', 'custom_prompt',
   'voice_id', 'sms_reply_enabled', 'sms_prompt', 'web_prompt', 'speaking_rate', 'dtmf_enabled', 'record_call',
-  'voicemail_leave_enabled', 'voicemail_message', 'created_at', 'updated_at',
+  'voicemail_leave_enabled', 'voicemail_message', 'require_booking_confirmation', 'created_at', 'updated_at',
 ].sort();
 const ISO_MS = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 
@@ -97,6 +97,7 @@ describe('carrier A (twilio)', () => {
       record_call: null,
       voicemail_leave_enabled: null,
       voicemail_message: null,
+      require_booking_confirmation: null,
       created_at: expect.stringMatching(ISO_MS),
       updated_at: expect.stringMatching(ISO_MS),
     });

@@ -189,7 +189,7 @@ describe('PATCH /v1/phone-numbers/{phone_number}', () => {
 
   it('sets the switches: inherit-able ones take null, plain ones do not', async () => {
     const { key, n } = await withNumber();
-    for (const field of ['dtmf_enabled', 'record_call', 'voicemail_leave_enabled']) {
+    for (const field of ['dtmf_enabled', 'record_call', 'voicemail_leave_enabled', 'require_booking_confirmation']) {
       if (field === 'voicemail_leave_enabled') await patch(key, n, { voicemail_message: 'Call me back.' });
       for (const v of [false, true, null]) {
         const res = await patch(key, n, { [field]: v });
@@ -354,6 +354,7 @@ describe('PATCH model', () => {
       dtmf_enabled: fc.oneof(fc.constant(null), fc.boolean()),
       record_call: fc.oneof(fc.constant(null), fc.boolean()),
       voicemail_leave_enabled: fc.oneof(fc.constant(null), fc.boolean()),
+      require_booking_confirmation: fc.oneof(fc.constant(null), fc.boolean()),
       voicemail_message: fc.oneof(fc.constant(null), fc.constant(''), fc.string({ minLength: 1, maxLength: 12 })),
     },
     { requiredKeys: [] },

@@ -136,8 +136,11 @@ export function agentFieldsSchema(opts: { allowPrivateTargets: boolean }) {
       silence_hangup_seconds: z.number().int().min(5).max(45).meta(d('Hang up after this many seconds of caller silence, 5 to 45.', { default: D.silence_hangup_seconds })),
       record_call: z.boolean().meta(d('Save call audio (kept 90 days); a number can override it.', { default: D.record_call })),
       recording_source: z.enum(['provider', 'platform']).meta(d('`provider`: the carrier records the whole call; `platform`: the voice engine records the conversation (a transfer is not included). Anything else: `invalid_recording_source`.', { default: D.recording_source })),
-      amd_enabled: z.boolean().meta(d('Carrier answering-machine detection with a fast hang-up and no message.', { default: D.amd_enabled })),
-      dtmf_enabled: z.boolean().nullable().meta(d('Callers may type digits; null means not set. A number can override it.', { default: null })),
+      amd_enabled: z.boolean().meta(d('Carrier answering-machine detection on outbound calls with a fast hang-up and no message. When false the agent screens the call itself (beep, greeting words, one model classification) before it greets, and can leave the number’s voicemail_message.', { default: D.amd_enabled })),
+      dtmf_enabled: z
+        .boolean()
+        .nullable()
+        .meta(d('Callers may type digits: each entry (up to a 1.5 s pause or `#`) reaches the model as "The caller pressed … on the keypad." null means not set (off). A number can override it.', { default: null })),
       require_booking_confirmation: z.boolean().meta(d('Read the appointment back and wait for a clear yes before any calendar change.', { default: D.require_booking_confirmation })),
       webhook_url: clearable(
         z
@@ -150,12 +153,27 @@ export function agentFieldsSchema(opts: { allowPrivateTargets: boolean }) {
         d('Where post-call data is POSTed: https on a public host (else `invalid_url`).'),
       ),
       func_end_call: z.boolean().meta(d('The agent can end the call cleanly.', { default: D.func_end_call })),
-      transfer_whisper: clearable(z.string().max(TEXT_LIMITS.transfer_whisper), d('Warm-transfer briefing; null: the AI writes one from the conversation.')),
+      transfer_whisper: clearable(
+        z.string().max(TEXT_LIMITS.transfer_whisper),
+        d('Warm-transfer briefing, heard by the person who answers before the caller is connected (never by the caller); null: the AI writes one from the conversation.'),
+      ),
       func_send_sms: z.boolean().meta(d('Accepted and returned; has no effect.', { default: D.func_send_sms })),
       incall_sms_enabled: z.boolean().meta(d('The agent may text the caller during a call and send booking confirmations by text.', { default: D.incall_sms_enabled })),
       func_cold_transfer: z.boolean().meta(d('Accepted and returned; has no effect.', { default: D.func_cold_transfer })),
-      transfer_type: z.enum(['cold', 'warm']).meta(d('Applies to inbound, outbound and batch calls by this agent.', { default: D.transfer_type })),
-      transfer_number: clearable(z.string().regex(E164, 'must be E.164, e.g. +14155550123'), d('Default transfer destination, E.164 (else `invalid_phone_format`).')),
+      transfer_type: z
+        .enum(['cold', 'warm'])
+        .meta(
+          d(
+            'Applies to inbound, outbound and batch calls by this agent. `cold`: the caller is handed to the number and the AI leaves the call. `warm`: the caller holds (hold audio), ' +
+              'the number is dialed, the person who answers hears the whisper, then the two are connected. Transfers are offered to the model only when the ' +
+              'prompt mentions transferring (README "Transfers"); the meter stops at the handoff (`charged_minutes`, `ended_reason` `transferred`).',
+            { default: D.transfer_type },
+          ),
+        ),
+      transfer_number: clearable(
+        z.string().regex(E164, 'must be E.164, e.g. +14155550123'),
+        d('Default transfer destination, E.164 (else `invalid_phone_format`). The model may name another number only when the prompt writes it (+… form).'),
+      ),
       voice_speed: z.number().meta(d('Ignored; accepted and returned for backwards compatibility.', { default: D.voice_speed })),
       speaking_rate: z
         .number()
@@ -165,7 +183,7 @@ export function agentFieldsSchema(opts: { allowPrivateTargets: boolean }) {
       greet_by_name: z.boolean().meta(d('Greet a recognised returning caller by the name on file.', { default: D.greet_by_name })),
       fallback_message: z.string().max(TEXT_LIMITS.fallback_message).meta(d('Said when transcription fails.', { default: D.fallback_message })),
       phone_number: clearable(z.string().regex(E164, 'must be E.164, e.g. +14155550123'), d('Legacy, stored and returned only; numbers are managed through /v1/phone-numbers.')),
-      voicemail_leave_enabled: z.boolean().meta(d('Speak voicemail_message on a detected answering machine, then hang up; applies to dashboard-imported numbers. Needs a non-empty voicemail_message (else `voicemail_message_required`).', { default: D.voicemail_leave_enabled })),
+      voicemail_leave_enabled: z.boolean().meta(d('Speak voicemail_message on a detected answering machine, then hang up; applies to dashboard-imported numbers, and this service has no dashboard: every number is API-imported and uses its own voicemail_leave_enabled, so this field is stored and validated but has no effect on calls. Needs a non-empty voicemail_message (else `voicemail_message_required`).', { default: D.voicemail_leave_enabled })),
       voicemail_message: clearable(z.string().max(TEXT_LIMITS.voicemail_message), d('Spoken word for word on a detected voicemail.')),
       timezone: clearable(z.string().refine(isIanaZone, 'must be an IANA time zone such as America/New_York'), d('IANA time zone of the agent, e.g. America/New_York (else `invalid_timezone`).')),
       extraction_fields: extractionFields.meta(d(`Values post-call analysis extracts into the call record's \`extracted\`; at most ${MAX_EXTRACTION_FIELDS}.`, { default: [] })),

@@ -3,6 +3,8 @@
 import { z } from 'zod';
 import type { FieldCodes } from '../validation.ts';
 import { E164, isoOrNull, isoTime, pagination, queryBool, queryDate } from '../schemas.ts';
+import { precallRecordView, precallView } from './precall-schema.ts';
+import { bookingView, type BookingView } from './booking-schema.ts';
 import type { CallRow } from '../../storage/calls.ts';
 import { CALL_STATUSES, ENDED_REASONS } from '../../machines/call-events.ts';
 
@@ -15,7 +17,7 @@ export const MAX_FILLED_PROMPT = 32_000;
 
 /**
  * The length of `prompt` with `{name}` replaced by dynamic_vars[name], counted without
- * building it: the substitution of fillPrompt (calls-outbound.ts), a reference without a
+ * building it: the substitution of fillPrompt (voice/conversation/fill-prompt.ts), a reference without a
  * key staying as written.
  */
 export function filledPromptLength(prompt: string, vars: Record<string, string>): number {
@@ -169,27 +171,33 @@ export const callRecord = z.object({
   duration_seconds: z.number().int().nullable(),
   ended_reason: z.enum(ENDED_REASONS).nullable().meta({
     description:
-      '`media_lost`: the call was up when the service restarted and lost its media. `provider_not_configured`: no model, speech-to-text or text-to-speech credentials are configured, so the call was ended at once instead of left silent. `provider_error`: a provider failed mid-call and retrying did not help (the agent apologised first where it still could).',
+      '`media_lost`: the call was up when the service restarted and lost its media. `precall_rejected`: the pre-call webhook answered `reject` (call_status `canceled`); `transferred` with `precall.action` `transfer`: handed to the number it gave before the agent answered. `provider_not_configured`: no model, speech-to-text or text-to-speech credentials are configured, so the call was ended at once instead of left silent. `provider_error`: a provider failed mid-call and retrying did not help (the agent apologised first where it still could).',
   }),
   charged_minutes: z.number().meta({ description: 'Connected seconds rounded up to the second, /60, rounded to 2 decimals.' }),
   transcript: z.string().nullable().meta({
     description:
       'The conversation as newline-separated lines prefixed `Agent: ` and `Caller: `, written as each line is final. An interrupted reply keeps only the words the caller heard. Null before the first line.',
   }),
-  summary: z.string().nullable(),
-  sentiment: z.string().nullable(),
-  successful: z.boolean().nullable(),
-  extracted: z.record(z.string(), z.unknown()).nullable(),
-  bookings: z.array(z.record(z.string(), z.unknown())),
+  summary: z.string().nullable().meta({ description: 'Post-call analysis: what happened, in two or three sentences. Null until the analysis is done, when it failed, or when there was no conversation.' }),
+  sentiment: z.enum(['happy', 'neutral', 'frustrated']).nullable().meta({ description: "Post-call analysis: the caller's mood (the list's `caller_sentiment`, and its filter)." }),
+  successful: z.boolean().nullable().meta({ description: 'Post-call analysis: whether the call achieved its purpose (the list\'s `call_successful`, and its filter).' }),
+  extracted: z.record(z.string(), z.unknown()).nullable().meta({
+    description: "Post-call analysis: one key per the agent's `extraction_fields` (null when the call did not tell); null when the agent has none, or the analysis failed.",
+  }),
+  bookings: z.array(bookingView).meta({ description: 'Calendar changes made during the call through the number\'s CRM, in order; empty when none.' }),
   recording_url: z.string().nullable(),
   recording_duration_seconds: z.number().nullable(),
-  voicemail_detected: z.boolean(),
+  voicemail_detected: z.boolean().meta({ description: 'Outbound calls: an answering machine answered (found by carrier AMD, or by the agent’s own screen when amd_enabled is false); ended_reason is then voicemail_detected.' }),
   campaign_id: z.string().nullable(),
   avg_latency_ms: z.number().nullable().meta({
     description: 'Mean of the turns’ latency: from the caller’s end of speech to the first audio frame of the agent’s reply sent to the carrier. Null before the first measured turn.',
   }),
-  analysis_status: z.enum(['pending', 'done', 'failed']),
+  analysis_status: z.enum(['pending', 'done', 'failed']).meta({
+    description:
+      '`pending` until the post-call analysis has an outcome (a moment after the call ends; up to three attempts, about 35 s apart at most); `done` with the analysis fields, or with them null when the caller said nothing to analyse; `failed` when the model gave no valid answer in three attempts (the fields stay null). `call.completed` goes out once it is `done` or `failed`.',
+  }),
   created_at: z.string(),
+  precall: precallView,
 });
 
 export function callRecordView(r: CallRow) {
@@ -211,7 +219,7 @@ export function callRecordView(r: CallRow) {
     sentiment: r.sentiment,
     successful: bool(r.successful),
     extracted: r.extracted === null ? null : (JSON.parse(r.extracted) as Record<string, unknown>),
-    bookings: JSON.parse(r.bookings) as Record<string, unknown>[],
+    bookings: JSON.parse(r.bookings) as BookingView[],
     recording_url: r.recording_url,
     recording_duration_seconds: r.recording_duration_seconds,
     voicemail_detected: r.voicemail_detected === 1,
@@ -219,5 +227,6 @@ export function callRecordView(r: CallRow) {
     avg_latency_ms: r.avg_latency_ms,
     analysis_status: r.analysis_status,
     created_at: isoTime(r.created_at),
+    precall: precallRecordView(r.precall),
   };
 }

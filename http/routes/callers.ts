@@ -5,8 +5,9 @@ import { ApiError } from '../errors.ts';
 import { defineRoute, ok } from '../route.ts';
 import { E164, isoTime, page, paginationQuery } from '../schemas.ts';
 import { importCallersBody, putCallerBody } from './caller-input.ts';
-import { CONTEXT_FIELDS, ENGINE_FIELDS, type CallerRow, type ContextPatch } from '../../storage/callers.ts';
+import type { CallerRow, ContextPatch } from '../../storage/callers.ts';
 import type { AppDeps } from '../deps.ts';
+import { callerContext } from '../../actors/caller-context.ts';
 
 const contextSchema = z
   .object({
@@ -16,8 +17,15 @@ const contextSchema = z
     location: z.string().optional(),
     reference_id: z.string().optional(),
     preference: z.string().optional(),
-    last_call: z.string().optional().meta({ description: 'Engine-written from calls; read-only.' }),
-    open_item: z.string().optional().meta({ description: 'Engine-written from calls; read-only.' }),
+    last_call: z
+      .object({
+        at: z.string().meta({ description: 'When the call connected (ISO 8601).' }),
+        summary: z.string().nullable().meta({ description: "The call's analysis summary; null when its analysis failed." }),
+        outcome: z.enum(['successful', 'unsuccessful', 'unknown']).meta({ description: 'Whether the call achieved its purpose, per its analysis; `unknown` when the analysis failed.' }),
+      })
+      .optional()
+      .meta({ description: 'Engine-written after each analysed conversation with this caller on this number; read-only.' }),
+    open_item: z.string().optional().meta({ description: 'Engine-written: what was still to be done for the caller after their last call (absent when nothing is); read-only.' }),
   })
   .meta({ description: 'The whole record: customer fields that are set plus what the engine has learned. Unset fields are absent, not null.' });
 
@@ -28,19 +36,10 @@ const callerSchema = z.object({
   updated_at: z.string().meta({ description: 'Last write by you or the engine.' }),
 });
 
-function context(r: CallerRow): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const f of [...CONTEXT_FIELDS, ...ENGINE_FIELDS]) {
-    const v = r[f];
-    if (v !== null) out[f] = v;
-  }
-  return out;
-}
-
 const view = (r: CallerRow) => ({
   phone_number: r.phone_number,
   caller_number: r.caller_number,
-  context: context(r),
+  context: callerContext(r),
   updated_at: isoTime(r.updated_at),
 });
 

@@ -16,11 +16,7 @@ import type { PhoneNumberRow } from '../../storage/phone-numbers.ts';
 import { newPrefixedId } from '../../storage/ids.ts';
 import type { CallInput } from '../../machines/call-events.ts';
 import { outboundBody, outboundCreated, outboundFieldCodes } from './call-schema.ts';
-
-/** `{name}` → dynamic_vars[name]; a reference without a key stays as written. */
-export function fillPrompt(prompt: string, vars: Record<string, string>): string {
-  return prompt.replace(/\{([^{}]+)\}/g, (whole, name: string) => (Object.hasOwn(vars, name) ? vars[name]! : whole));
-}
+import { fillPrompt } from '../../voice/conversation/fill-prompt.ts';
 
 /** What the carrier said, for `details.carrier_error` (never our stack or internals). */
 function carrierErrorView(e: Record<string, unknown>): Record<string, unknown> {

@@ -23,8 +23,9 @@ import type { AppDeps } from '../deps.ts';
 import type { PhoneNumberRow } from '../../storage/phone-numbers.ts';
 import { verifyTelnyx } from '../../voice/carriers/telnyx-signature.ts';
 import { parseTelnyxWebhook } from '../../voice/carriers/telnyx-voice.ts';
-import type { CarrierWebhook } from '../../voice/carriers/voice.ts';
+import { transferEventOf, type TelnyxWebhook } from '../../voice/carriers/telnyx-transfer-state.ts';
 import { routeInbound } from '../../actors/inbound.ts';
+import { createPrecallGate } from '../../actors/precall-gate.ts';
 
 const received = z.object({ received: z.literal(true) });
 
@@ -34,7 +35,8 @@ interface Subject {
   callId: string | null;
 }
 
-export function carrierTelnyxRoutes({ storage, config, clock, calls }: AppDeps) {
+export function carrierTelnyxRoutes({ storage, config, clock, calls, carrierKeys }: AppDeps) {
+  const gate = createPrecallGate({ storage, allowPrivate: config.allowPrivateNetworkTargets, clock });
   const connectionOf = (row: PhoneNumberRow): string | null => {
     const c = storage.numbers.openCredentials(row);
     return c.provider === 'telnyx' ? c.connection_id : null;
@@ -59,7 +61,7 @@ export function carrierTelnyxRoutes({ storage, config, clock, calls }: AppDeps) 
    * application (say, a number deleted here but still on it) shows in the customer's
    * carrier portal instead of calls silently left ringing. Nothing is written either way.
    */
-  function subjectOf(hook: CarrierWebhook, tokenNumber: PhoneNumberRow): Subject | null {
+  function subjectOf(hook: TelnyxWebhook, tokenNumber: PhoneNumberRow): Subject | null {
     if (hook.kind === 'ignored') return { number: tokenNumber, callId: null };
     if (hook.kind === 'incoming') {
       const named = storage.calls.findNumber(hook.to);
@@ -95,6 +97,9 @@ export function carrierTelnyxRoutes({ storage, config, clock, calls }: AppDeps) 
             '`call.initiated` (incoming) is then answered at the carrier, with the credentials of the account owning the number called, with a ' +
             'bidirectional media stream (one-time token in the stream URL), refused busy over that account’s concurrency limit (recorded busy/concurrency_limit), ' +
             'or refused with a hang-up when the number has no agent, its agent is inactive or inbound is disabled (recorded failed/failed). ' +
+            'When a pre-call URL is set (the number’s, else its agent’s) it is asked first, within 3 s, before the answer command: `reject` is ' +
+            'refused with `reject` CALL_REJECTED (recorded canceled/precall_rejected), `transfer` handed on with the `transfer` command ' +
+            '(recorded completed/transferred). ' +
             'Events of unknown calls are ignored. 403 invalid_signature, with nothing written: an unknown token, a missing, bad or stale signature, ' +
             'a number without a stored public key (imported before the key was required: import it again with telnyx_public_key), or an event naming ' +
             'a number not imported here or not on this token’s application.',
@@ -124,16 +129,24 @@ export function carrierTelnyxRoutes({ storage, config, clock, calls }: AppDeps) 
         }
 
         if (hook.kind === 'ignored') return ok({ received: true });
-        if (hook.kind === 'event') {
-          // Not recorded (the database refused the commit): 500, so the carrier sends it again.
+        if (hook.kind === 'event' || hook.kind === 'transfer') {
+          const ctx = subject.callId === null ? null : calls.contextOf(subject.callId);
+          // A transfer's steps (its target leg's events, the caller's bridge) are the transfer's, never the call's own end.
+          const step = ctx === null ? null : transferEventOf(hook, ctx, clock());
           // The carrier's call id rides along: a call may end before its dial's answer names it.
-          if (subject.callId !== null && calls.send(subject.callId, { ...hook.event, carrierCallId: hook.carrierCallId }) === 'commit_failed') {
+          const event = step ?? (hook.kind === 'event' ? { ...hook.event, carrierCallId: hook.carrierCallId } : null);
+          // Not recorded (the database refused the commit): 500, so the carrier sends it again.
+          if (subject.callId !== null && event !== null && calls.send(subject.callId, event) === 'commit_failed') {
             throw new ApiError('server_error', 'The event could not be recorded; send it again.');
           }
+          // A key press also reaches the call's conversation (keypad input, when dtmf_enabled is on).
+          if (subject.callId !== null && hook.kind === 'event' && hook.event.type === 'DTMF') carrierKeys?.press(subject.callId, hook.event.digit);
           return ok({ received: true });
         }
 
-        const decision = routeInbound(calls, storage, { number, provider: 'telnyx', carrierCallId: hook.carrierCallId, from: hook.from, to: hook.to, at: clock() });
+        // The pre-call gate (≤ 3 s) is asked before any command: the call waits parked until then.
+        const incoming = { number, provider: 'telnyx' as const, carrierCallId: hook.carrierCallId, from: hook.from, to: hook.to, at: clock() };
+        const decision = await routeInbound(calls, storage, incoming, { gate, log, clock });
         const voice = calls.voices.telnyxFor(number);
         if (decision.kind === 'answer') {
           try {
@@ -143,9 +156,13 @@ export function carrierTelnyxRoutes({ storage, config, clock, calls }: AppDeps) 
             log.warn({ err, call_id: decision.callId }, 'carrier B answer failed');
             calls.send(decision.callId, { type: 'HANGUP.REQUESTED', at: clock(), reason: 'agent_hangup' });
           }
+        } else if (decision.kind === 'transfer') {
+          // Recorded already (completed/transferred); the command id makes a repeat harmless.
+          await voice.transfer(hook.carrierCallId, decision.to, `transfer-${decision.callId}`).catch((err: unknown) => log.warn({ err }, 'carrier B pre-call transfer failed'));
         } else {
           // The refusal is recorded already; the carrier ends an unanswered call on its own anyway.
-          const refuse = decision.kind === 'busy' ? voice.rejectBusy(hook.carrierCallId) : voice.hangup(hook.carrierCallId);
+          const refuse =
+            decision.kind === 'busy' ? voice.rejectBusy(hook.carrierCallId) : decision.why === 'precall' ? voice.rejectCall(hook.carrierCallId) : voice.hangup(hook.carrierCallId);
           await refuse.catch((err: unknown) => log.warn({ err }, 'carrier B refusal failed'));
         }
         return ok({ received: true });

@@ -10,8 +10,9 @@ import type { AppDeps } from '../deps.ts';
 import type { PhoneNumberRow } from '../../storage/phone-numbers.ts';
 import { verifyTwilio } from '../../voice/carriers/twilio-signature.ts';
 import { parseTwilioWebhook, TwilioWebhookError, type TwilioWebhookKind } from '../../voice/carriers/twilio-voice.ts';
-import { connectStream, hangup, reject } from '../../voice/carriers/twiml.ts';
+import { connectStream, dialNumber, hangup, reject } from '../../voice/carriers/twiml.ts';
 import { routeInbound } from '../../actors/inbound.ts';
+import { createPrecallGate } from '../../actors/precall-gate.ts';
 import { MEDIA_PATHS } from '../media-ws.ts';
 
 const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>';
@@ -21,12 +22,15 @@ const DESCRIPTIONS: Record<TwilioWebhookKind, string> = {
   voice:
     'Without `cid`: a call to one of our numbers. Answered with `<Connect><Stream>` to the media websocket (a one-time `token` parameter), ' +
     'or `<Reject/>` (no agent, inactive agent, inbound disabled: recorded failed/failed) or `<Reject reason="busy"/>` (over the concurrency ' +
-    'limit: recorded busy/concurrency_limit). With `cid`: the answered outbound call fetching its TwiML (a call no longer live gets `<Hangup/>`).',
+    'limit: recorded busy/concurrency_limit). When a pre-call URL is set (the number’s, else its agent’s) it is asked first, within 3 s: ' +
+    '`reject` is answered `<Reject/>` (recorded canceled/precall_rejected), `transfer` `<Dial><Number>` (recorded completed/transferred). ' +
+    'With `cid`: the answered outbound call fetching its TwiML (a call no longer live gets `<Hangup/>`).',
   status: 'Call progress; moves the call on. An unknown call is acknowledged and ignored.',
   amd: 'Asynchronous answering-machine detection; with `amd_enabled` a machine ends the call as voicemail_detected. An unknown call is ignored.',
 };
 
 export function carrierTwilioRoutes({ storage, config, clock, calls }: AppDeps) {
+  const gate = createPrecallGate({ storage, allowPrivate: config.allowPrivateNetworkTargets, clock });
   const mediaUrl = config.publicBaseUrl.replace(/^http(s?):\/\//i, (_m, s: string) => `ws${s.toLowerCase()}://`) + MEDIA_PATHS.twilio;
 
   /** The number the request must be signed for: the call's own number, or ours among To/From. */
@@ -47,7 +51,7 @@ export function carrierTwilioRoutes({ storage, config, clock, calls }: AppDeps) 
     return undefined;
   }
 
-  function handle(kind: TwilioWebhookKind, ctx: HandlerContext<unknown, unknown>): HandlerResult {
+  async function handle(kind: TwilioWebhookKind, ctx: HandlerContext<unknown, unknown>): Promise<HandlerResult> {
     const raw = ctx.body instanceof Buffer ? ctx.body.toString('utf8') : '';
     const form = new URLSearchParams(raw);
     const cid = ctx.searchParams.get('cid') || null;
@@ -65,8 +69,11 @@ export function carrierTwilioRoutes({ storage, config, clock, calls }: AppDeps) 
       throw err;
     }
     if (hook.kind === 'incoming') {
-      const decision = routeInbound(calls, storage, { number, provider: 'twilio', carrierCallId: hook.carrierCallId, from: hook.from, to: hook.to, at: clock() });
+      // The pre-call gate (≤ 3 s) runs inside this request: the carrier waits about 15 s for TwiML.
+      const incoming = { number, provider: 'twilio' as const, carrierCallId: hook.carrierCallId, from: hook.from, to: hook.to, at: clock() };
+      const decision = await routeInbound(calls, storage, incoming, { gate, log: ctx.log, clock });
       if (decision.kind === 'answer') return xml(connectStream(mediaUrl, { token: decision.mediaToken }));
+      if (decision.kind === 'transfer') return xml(dialNumber(decision.to));
       return xml(reject(decision.kind === 'busy' ? 'busy' : 'rejected'));
     }
     if (hook.kind === 'ignored') return xml(kind === 'voice' ? hangup() : EMPTY_TWIML);

@@ -52,8 +52,17 @@ const createBody = z
       .max(64)
       .regex(FUNCTION_NAME, 'use snake_case: lowercase letters, digits and underscores only')
       .meta({ description: 'snake_case (lowercase letters, digits, underscores), 1 to 64 characters, unique on the number.', example: 'lookup_order' }),
-    url: targetUrl('The https endpoint the service POSTs `{call_id, agent_id, name, arguments}` to; its JSON answer goes back to the model.'),
-    description: z.string().max(1024).nullable().optional().meta({ description: 'What the tool does and when to use it, for the model. At most 1024 characters.' }),
+    url: targetUrl(
+      'The https endpoint the service POSTs `{call_id, agent_id, name, arguments}` to when the model calls the function, signed like webhooks ' +
+        '(`webhook-id`, `webhook-timestamp`, `webhook-signature` with the account secret). It has 10 s to answer; at most 32 KB of the answer is read. ' +
+        'A 2xx JSON answer goes back to the model as the result; a timeout, an error status, a larger answer or a refused address is told to the model as an error.',
+    ),
+    description: z
+      .string()
+      .max(1024)
+      .nullable()
+      .optional()
+      .meta({ description: 'What the tool does and when to use it, for the model. At most 1024 characters. Without one the model is told only the name.' }),
     parameters: parameters.nullable().optional(),
   })
   .strict();

@@ -11,6 +11,7 @@ import type { IntegrationKind, IntegrationTarget } from '../../storage/integrati
 import { assertSafeUrls, deletedAgent, deletedNumber, isSet, requiredText, targetUrl, URL_RULES, urlFieldCodes } from './integration-schemas.ts';
 import { customFunctionRoutes } from './custom-functions.ts';
 import { webhookSecretRoutes } from './webhook-secret.ts';
+import { webhookDeliveryRoutes } from './webhook-deliveries.ts';
 
 type Config = Record<string, unknown>;
 
@@ -40,6 +41,15 @@ const given = (u: string | null | undefined): u is string => typeof u === 'strin
 
 const urlBody = (description: string) => z.object({ url: targetUrl(description) }).strict();
 
+/** What the pre-call URL is sent and must answer (contract.md 9; README "Pre-call gate"). */
+const PRECALL_PROTOCOL =
+  'Before the agent answers an inbound call the URL is POSTed `{event:"call.precall", call_id, agent_id, from, to, direction:"inbound", caller:{…the caller context record…}}`, ' +
+  'signed like webhook deliveries (webhook-id, webhook-timestamp, webhook-signature with the account secret), and must answer within 3 s with JSON ' +
+  '`{action:"allow"|"reject"|"transfer", transfer_number?, custom_prompt?, dynamic_vars?}` (at most 32 KB): `reject` refuses the call at the carrier ' +
+  '(ended_reason precall_rejected), `transfer` hands it to `transfer_number` (E.164) without the agent (ended_reason transferred), `allow` lets the agent answer, ' +
+  'with `custom_prompt` (`{name}` filled from `dynamic_vars`; other variables listed) added to this call’s prompt. No answer in 3 s, a non-2xx, ' +
+  'a refused address or an answer that is not valid lets the call through. The decision is on the call record as `precall`.';
+
 const precall = (on: 'number' | 'agent') =>
   kindDef({
     kind: 'precall',
@@ -49,9 +59,9 @@ const precall = (on: 'number' | 'agent') =>
     body: urlBody('Called before the AI answers; it may allow, reject or transfer the call (3 s to answer, else the call goes through).'),
     fieldCodes: urlFieldCodes('url'),
     putNote:
-      on === 'number'
-        ? "A number's pre-call URL takes precedence over its agent's."
-        : 'Used for calls on numbers of this agent that have no pre-call URL of their own.',
+      (on === 'number'
+        ? "A number's pre-call URL takes precedence over its agent's. "
+        : 'Used for calls on numbers of this agent that have no pre-call URL of their own. ') + PRECALL_PROTOCOL,
     urls: (b) => [['url', b.url]],
     store: (b) => ({ config: { url: b.url }, secret: null }),
     fields: { url: z.string().nullable().meta({ description: 'The pre-call URL in full; null when unset.' }) },
@@ -93,7 +103,12 @@ const KINDS = [
     body: z
       .object({
         post_call_url: targetUrl('Receives the call data after the call.').nullable().optional(),
-        in_call_url: targetUrl('Offered to the model as a tool mid-call; the AI waits for its JSON answer (10 s, 32 KB).').nullable().optional(),
+        in_call_url: targetUrl(
+          'Offered to the model as the tool `automation_webhook` (arguments `request`, `details`) mid-call; the service POSTs `{call_id, agent_id, name, arguments}`, ' +
+            'signed like webhooks, and the AI waits for its JSON answer (10 s, 32 KB).',
+        )
+          .nullable()
+          .optional(),
       })
       .strict()
       .superRefine((b, ctx) => {
@@ -234,6 +249,6 @@ export function integrationRoutes(deps: AppDeps): RouteDef<any, any>[] {
     );
   }
 
-  routes.push(...customFunctionRoutes(deps), ...webhookSecretRoutes(deps));
+  routes.push(...customFunctionRoutes(deps), ...webhookSecretRoutes(deps), ...webhookDeliveryRoutes(deps));
   return routes;
 }

@@ -64,8 +64,13 @@ export const patchBody = z
       .boolean()
       .nullable()
       .optional()
-      .meta({ description: 'true speaks voicemail_message on a detected answering machine; null means silent hang-up.' }),
+      .meta({ description: 'true speaks voicemail_message on an answering machine found by the agent’s screen of an outbound call (after the beep, or once the greeting falls quiet), then hangs up; false or null hang up silently. Either way ended_reason is voicemail_detected. The only voicemail setting that applies (every number is API-imported); with the agent’s amd_enabled the carrier detects and no message is left.' }),
     voicemail_message: clearableText(VOICEMAIL_MESSAGE_MAX, 'Spoken word for word on detected voicemail; max 2000; null or "" clears.'),
+    require_booking_confirmation: z
+      .boolean()
+      .nullable()
+      .optional()
+      .meta({ description: 'null inherits the agent; true reads each booking change back and waits for a clear yes on calls of this number.' }),
   })
   .strict();
 
@@ -104,8 +109,9 @@ export const numberObject = z.object({
   speaking_rate: z.number().nullable().meta({ description: 'null inherits the agent’s speed.' }),
   dtmf_enabled: z.boolean().nullable().meta({ description: 'null inherits the agent.' }),
   record_call: z.boolean().nullable().meta({ description: 'null inherits the agent.' }),
-  voicemail_leave_enabled: z.boolean().nullable().meta({ description: 'null: silent hang-up on voicemail.' }),
+  voicemail_leave_enabled: z.boolean().nullable().meta({ description: 'true: voicemail_message is left on an answering machine; false or null: silent hang-up on voicemail.' }),
   voicemail_message: z.string().nullable(),
+  require_booking_confirmation: z.boolean().nullable().meta({ description: 'null inherits the agent.' }),
   created_at: z.string(),
   updated_at: z.string(),
 });

@@ -51,7 +51,7 @@ function conflictError(holder: ImportHolder, phoneNumber: string): ApiError {
 
 const TEXT_FIELDS = ['custom_prompt', 'sms_prompt', 'web_prompt', 'voicemail_message'] as const;
 const FLAG_FIELDS = ['inbound_enabled', 'outbound_enabled', 'sms_reply_enabled'] as const;
-const NULLABLE_FLAG_FIELDS = ['dtmf_enabled', 'record_call', 'voicemail_leave_enabled'] as const;
+const NULLABLE_FLAG_FIELDS = ['dtmf_enabled', 'record_call', 'voicemail_leave_enabled', 'require_booking_confirmation'] as const;
 const SETTABLE = Object.keys(patchBody.shape);
 
 export function phoneNumberRoutes({ storage, clock, config }: AppDeps) {

@@ -4,6 +4,11 @@ import { foundation } from './001-foundation.ts';
 import { configuration } from './002-configuration.ts';
 import { calls } from './003-calls.ts';
 import { durableRuntime } from './004-durable-runtime.ts';
+import { webhookOutbox } from './005-webhook-outbox.ts';
+import { callAnalysis } from './006-call-analysis.ts';
+import { precall } from './007-precall.ts';
+import { bookingConfirmation } from './008-booking-confirmation.ts';
+import { crmDeliveries } from './010-crm-deliveries.ts';
 
 export interface Migration {
   version: number;
@@ -11,4 +16,4 @@ export interface Migration {
   sql: string;
 }
 
-export const migrations: Migration[] = [foundation, configuration, calls, durableRuntime];
+export const migrations: Migration[] = [foundation, configuration, calls, durableRuntime, webhookOutbox, callAnalysis, precall, bookingConfirmation, crmDeliveries];

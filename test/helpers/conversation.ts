@@ -5,7 +5,7 @@
 import { nextNumber } from './fixtures.ts';
 import { eventually, getCall, startCallStack, type CallStack, type Customer, type Provider } from './calls.ts';
 import type { StartOptions } from '../../server.ts';
-import { startLlmSim, type LlmSim } from '../sim/llm-sim.ts';
+import { startLlmSim, type LlmSim, type LlmSimOptions } from '../sim/llm-sim.ts';
 import { startDeepgramSim, type DeepgramSim } from '../sim/deepgram-sim.ts';
 import { startOpenAiTtsSim, type OpenAiTtsSim } from '../sim/openai-tts-sim.ts';
 import { startCartesiaSim, type CartesiaSim } from '../sim/cartesia-sim.ts';
@@ -27,8 +27,14 @@ export interface ProviderLatency {
   ttsFirstAudioMs?: number;
 }
 
-export async function startConversationStack(env: Record<string, string> = {}, latency: ProviderLatency = {}, opts: StartOptions = {}): Promise<ConversationStack> {
-  const llm = await startLlmSim({ apiKey: KEYS.llm, firstTokenMs: latency.llmFirstTokenMs ?? 40, tokenMs: 4 });
+/** `llmRespond`: the model simulator's answer when no reply is queued (see test/sim/llm-sim.ts). */
+export async function startConversationStack(
+  env: Record<string, string> = {},
+  latency: ProviderLatency = {},
+  opts: StartOptions = {},
+  sims: { llmRespond?: LlmSimOptions['respond'] } = {},
+): Promise<ConversationStack> {
+  const llm = await startLlmSim({ apiKey: KEYS.llm, firstTokenMs: latency.llmFirstTokenMs ?? 40, tokenMs: 4, ...(sims.llmRespond ? { respond: sims.llmRespond } : {}) });
   const stt = await startDeepgramSim({ apiKey: KEYS.stt, finalLatencyMs: latency.sttFinalMs ?? 30 });
   const tts = await startOpenAiTtsSim({ apiKey: KEYS.tts, firstAudioMs: latency.ttsFirstAudioMs ?? 30 });
   const cartesia = await startCartesiaSim({ apiKey: KEYS.cartesia, firstAudioMs: latency.ttsFirstAudioMs ?? 30 });

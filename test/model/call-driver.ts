@@ -1,7 +1,9 @@
 // A pure driver of the call machine that stands in for the supervisor (actors/supervisor.ts)
 // without a database: it keeps one snapshot, applies XState's pure `transition()` /
 // `initialTransition()`, and does with the returned actions what the supervisor commits:
-// - effect intents (`dial`, `findDial`, `checkCall`, `hangup`) join a pending list that
+// - effect intents (`dial`, `findDial`, `checkCall`, `hangup`, and the transfer's
+//   `placeTransfer`, `checkTransfer`, `whisperTransfer`, `bridgeTransfer`, `releaseMedia`,
+//   `dropTransferLeg`) join a pending list that
 //   survives a restart; a test settles one by sending its outcome event (`settle`);
 // - `scheduleDeadline` / `cancelDeadline` keep a table name → {dueAt, event}, one per name
 //   (setting it again moves it); `fire` delivers an armed deadline at or after its dueAt
@@ -22,7 +24,7 @@ import { CALL_MACHINE_VERSION, callMachine, isFinished, type CallContext, type C
 
 export const T0 = 1_700_000_000_000;
 
-export const EFFECTS = ['dial', 'findDial', 'checkCall', 'hangup'] as const;
+export const EFFECTS = ['dial', 'findDial', 'checkCall', 'hangup', 'placeTransfer', 'checkTransfer', 'whisperTransfer', 'bridgeTransfer', 'releaseMedia', 'dropTransferLeg'] as const;
 export type Effect = (typeof EFFECTS)[number];
 
 /** The events that may record each effect's outcome (actors/call-effects.ts). */
@@ -31,6 +33,13 @@ export const OUTCOMES: Record<Effect, readonly CallEvent['type'][]> = {
   findDial: ['DIAL.FOUND', 'DIAL.NOT_FOUND', 'CARRIER.UNREACHABLE'],
   checkCall: ['RECONCILED', 'CARRIER.UNREACHABLE'],
   hangup: ['HANGUP.DONE', 'CARRIER.UNREACHABLE'],
+  // actors/transfer-effects.ts
+  placeTransfer: ['TRANSFER.PLACED', 'TRANSFER.FAILED', 'TRANSFER.UNKNOWN'],
+  checkTransfer: ['TRANSFER.PLACED', 'TRANSFER.ANSWERED', 'TRANSFER.CONNECTED', 'TRANSFER.FAILED', 'RECONCILED', 'CARRIER.UNREACHABLE'],
+  whisperTransfer: ['TRANSFER.SENT', 'TRANSFER.FAILED'],
+  bridgeTransfer: ['TRANSFER.SENT', 'TRANSFER.FAILED'],
+  releaseMedia: ['TRANSFER.SENT'],
+  dropTransferLeg: ['TRANSFER.SENT'],
 };
 
 export interface PendingIntent {
@@ -111,7 +120,7 @@ export class CallDriver {
   /** Committed intents whose outcome has not come back yet. */
   intents: PendingIntent[] = [];
   /** Intents ever asked for, per effect (restarts included). */
-  readonly issued: Record<Effect, number> = { dial: 0, findDial: 0, checkCall: 0, hangup: 0 };
+  readonly issued: Record<Effect, number> = { dial: 0, findDial: 0, checkCall: 0, hangup: 0, placeTransfer: 0, checkTransfer: 0, whisperTransfer: 0, bridgeTransfer: 0, releaseMedia: 0, dropTransferLeg: 0 };
   readonly slot: SlotLedger = { held: false, queued: false, releases: 0, strayReleases: 0, requests: 0 };
   readonly steps: Step[] = [];
   restarts = 0;

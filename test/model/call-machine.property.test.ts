@@ -23,13 +23,21 @@
 //   `transcript`, exactly: one `Agent: ` / `Caller: ` line each, in order, newlines
 //   inside a line folded to spaces, through every restore; `avg_latency_ms` is the
 //   rounded mean of the agent lines' latencies, null before the first.
+// - transfers (machines/call-transfer.ts): the request, each transfer effect's outcomes
+//   (placed, refused, lost; checks; whisper and bridge), the carriers' webhooks about the
+//   target (answered, whispered, connected, failed; also late ones of an earlier attempt)
+//   and restarts at any step. The machine is held to: never two `placeTransfer` for one
+//   attempt, restarts included (no double transfer); a transfer waits only while its
+//   outcome is pending; a failed one comes back to the agent (or hangs up, media_lost,
+//   when a restart killed the media and nothing opens it again); a call that ends
+//   `transferred` ends at its handoff, so the meter stops there.
 // After the commands, the service asks to end the call while the carrier stays unreachable:
 // driven by its own deadlines alone, the call must still end (and free its slot).
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { FINAL_CALL_STATUSES, HANGUP_REASONS, type CallEvent, type CallInput } from '../../machines/call-events.ts';
 import { CALL_TAGS, MAX_DURATION_DEADLINE, callRecordOf, phaseOf, type CallSnapshot } from '../../machines/call.ts';
-import { CallDriver, T0, callInput, type Effect, type Step } from './call-driver.ts';
+import { CallDriver, OUTCOMES, T0, callInput, type Effect, type Step } from './call-driver.ts';
 
 // ---- the model ----
 
@@ -62,6 +70,8 @@ interface Model {
   /** The first hang-up reason the call recorded. */
   hangupReason: string | null;
   log: string[];
+  /** Attempts a `placeTransfer` intent was issued for (each at most once). */
+  placed: number[];
 }
 
 /** The transcript a call record must show for these lines. */
@@ -87,6 +97,8 @@ function expectedDeadlines(s: CallSnapshot): string[] {
   if (s.matches({ 'dial-unknown': 'asking' })) return ['give_up'];
   if (s.matches({ 'dial-unknown': 'waiting' })) return ['give_up', 'retry'];
   if (s.matches('initiated') || s.matches('ringing') || s.matches('hanging-up')) return ['stale'];
+  // A transfer step that waits on the carrier has its own deadline (rechecking: its `retry`).
+  if (s.matches({ 'in-progress': 'transferring' }) && !s.matches({ 'in-progress': { transferring: 'rechecking' } })) return [MAX_DURATION_DEADLINE, 'stale', 'transfer'].sort();
   if (s.matches('in-progress')) return [MAX_DURATION_DEADLINE, 'stale'].sort();
   return [];
 }
@@ -181,6 +193,24 @@ function observe(m: Model, step: Step | null, label: string): void {
   if (finished && ctx.hangupReason !== null) hold(m, ctx.endedReason === ctx.hangupReason, `asked to hang up for ${ctx.hangupReason}, the call ended as ${ctx.endedReason}`);
   if (e?.type === 'HANGUP.REQUESTED' && step?.before && step.before.context.hangupReason === null && step.before.matches('in-progress')) {
     hold(m, ctx.hangupReason === e.reason, `a connected call asked to hang up for ${e.reason} recorded ${ctx.hangupReason}`);
+  }
+
+  // Transfers: one request per attempt, ever; a transfer waits only while pending; its end.
+  for (const a of step?.actions ?? []) {
+    if (a.type !== 'placeTransfer') continue;
+    const attempt = (a.params as { attempt: number }).attempt;
+    hold(m, !m.placed.includes(attempt), `transfer attempt ${attempt} was requested from the carrier twice`);
+    m.placed.push(attempt);
+  }
+  const t = ctx.transfer;
+  if (d.snapshot.matches({ 'in-progress': 'transferring' })) hold(m, t !== null && t.outcome === 'pending', 'transferring without a pending transfer');
+  if (t?.outcome === 'connected') hold(m, finished && ctx.endedReason === 'transferred', `a connected transfer left the call ${JSON.stringify(d.value)} ended as ${ctx.endedReason}`);
+  if (endedNow && e?.type === 'TRANSFER.CONNECTED') {
+    hold(m, ctx.endedReason === 'transferred' && ctx.endedAt === Math.max(e.at, ctx.startedAt ?? e.at), `the handoff at ${e.at} ended the call at ${ctx.endedAt} as ${ctx.endedReason}`);
+  }
+  if (e?.type === 'TRANSFER.FAILED' && step?.taken && step.before?.matches({ 'in-progress': 'transferring' })) {
+    const lost = step.before.context.transfer!.mediaLost && e.mediaBack !== true;
+    hold(m, lost ? d.snapshot.matches('hanging-up') && ctx.hangupReason === 'media_lost' : d.snapshot.matches({ 'in-progress': 'listening' }), `a failed transfer (media lost: ${lost}) went to ${JSON.stringify(d.value)}`);
   }
 
   // The transcript and the turn latency, as the call record shows them.
@@ -510,7 +540,87 @@ class HangupUnreachable extends OutcomeCommand {
   }
 }
 
-const DEADLINES = ['queue_check', 'stale', 'retry', 'give_up', MAX_DURATION_DEADLINE] as const;
+// ---- transfers ----
+
+const TARGET = '+14155550999';
+const attemptOf = (m: Readonly<Model>): number => m.rt.ctx.transfer?.attempt ?? 1;
+
+/** The conversation asks to transfer (the machine takes it only while listening). */
+class TransferRequested extends EventCommand {
+  constructor(dt: number, readonly mode: 'cold' | 'warm') {
+    super(dt);
+  }
+  event(m: Model): CallEvent {
+    return { type: 'TRANSFER.REQUESTED', at: m.now, to: TARGET, mode: this.mode, whisper: this.mode === 'warm' ? 'A caller about an order.' : null };
+  }
+  toString() {
+    return show('TransferRequested', { mode: this.mode });
+  }
+}
+
+type TargetNews = 'ANSWERED' | 'WHISPERED' | 'CONNECTED' | 'FAILED';
+
+/** A carrier webhook about the target's leg, of the current attempt or (stale) the one before. */
+class TargetWebhook extends EventCommand {
+  constructor(dt: number, readonly news: TargetNews, readonly stale: boolean, readonly mediaBack: boolean) {
+    super(dt);
+  }
+  event(m: Model): CallEvent {
+    const attempt = Math.max(1, attemptOf(m) - (this.stale ? 1 : 0));
+    switch (this.news) {
+      case 'ANSWERED':
+        return { type: 'TRANSFER.ANSWERED', at: m.now, attempt, legId: 'leg1' };
+      case 'WHISPERED':
+        return { type: 'TRANSFER.WHISPERED', at: m.now, attempt };
+      case 'CONNECTED':
+        return { type: 'TRANSFER.CONNECTED', at: m.now, attempt };
+      case 'FAILED':
+        return { type: 'TRANSFER.FAILED', at: m.now, attempt, reason: 'busy', ...(this.mediaBack ? { mediaBack: true } : {}) };
+    }
+  }
+  toString() {
+    return show('TargetWebhook', { news: this.news, stale: this.stale, mediaBack: this.mediaBack });
+  }
+}
+
+/** The transfer effects' outcomes: what the intent's own attempt answers. */
+class TransferOutcome extends OutcomeCommand {
+  constructor(
+    dt: number,
+    readonly effect: 'placeTransfer' | 'checkTransfer' | 'whisperTransfer' | 'bridgeTransfer' | 'releaseMedia',
+    readonly answer: 'PLACED' | 'FAILED' | 'UNKNOWN' | 'ANSWERED' | 'CONNECTED' | 'SENT' | 'UNREACHABLE' | 'RECONCILED',
+    readonly view: CarrierView,
+  ) {
+    super(dt);
+  }
+  protected override applies(m: Readonly<Model>): boolean {
+    return super.applies(m) && (OUTCOMES[this.effect] as readonly string[]).includes(this.type());
+  }
+  private type(): CallEvent['type'] {
+    return this.answer === 'UNREACHABLE' ? 'CARRIER.UNREACHABLE' : this.answer === 'RECONCILED' ? 'RECONCILED' : (`TRANSFER.${this.answer}` as CallEvent['type']);
+  }
+  outcome(m: Model): CallEvent {
+    const attempt = m.rt.pending(this.effect)[0]!.context.transfer?.attempt ?? 1;
+    switch (this.answer) {
+      case 'UNREACHABLE':
+        return { type: 'CARRIER.UNREACHABLE', at: m.now };
+      case 'RECONCILED':
+        return { type: 'RECONCILED', at: m.now, ...carrierFields(m, this.view) };
+      case 'FAILED':
+        return { type: 'TRANSFER.FAILED', at: m.now, attempt, reason: 'no-answer' };
+      case 'PLACED':
+      case 'ANSWERED':
+        return { type: `TRANSFER.${this.answer}`, at: m.now, attempt, legId: 'leg1' };
+      default:
+        return { type: `TRANSFER.${this.answer}`, at: m.now, attempt };
+    }
+  }
+  toString() {
+    return show('TransferOutcome', { effect: this.effect, answer: this.answer, ...(this.answer === 'RECONCILED' ? this.view : {}) });
+  }
+}
+
+const DEADLINES = ['queue_check', 'stale', 'retry', 'give_up', 'transfer', MAX_DURATION_DEADLINE] as const;
 
 /** An armed deadline comes due: the scheduler delivers it at or after its dueAt. */
 class DeadlineFires extends CallCommand {
@@ -604,6 +714,53 @@ const commands = [
   ...weighted(2, dt.map((t) => new HangupUnreachable(t))),
   ...weighted(4, fc.tuple(lateness, fc.constantFrom(...DEADLINES)).map(([t, n]) => new DeadlineFires(t, n))),
   ...weighted(2, dt.map((t) => new PersistRestore(t))),
+  ...weighted(3, fc.tuple(dt, fc.constantFrom('cold' as const, 'warm' as const)).map(([t, mode]) => new TransferRequested(t, mode))),
+  ...weighted(
+    3,
+    fc.tuple(dt, fc.constantFrom<TargetNews>('ANSWERED', 'WHISPERED', 'CONNECTED', 'FAILED'), fc.nat(3), fc.boolean()).map(([t, news, n, back]) => new TargetWebhook(t, news, n === 0, back)),
+  ),
+  ...weighted(
+    4,
+    fc
+      .tuple(
+        dt,
+        fc.constantFrom('placeTransfer' as const, 'checkTransfer' as const, 'whisperTransfer' as const, 'bridgeTransfer' as const, 'releaseMedia' as const),
+        fc.constantFrom('PLACED' as const, 'FAILED' as const, 'UNKNOWN' as const, 'ANSWERED' as const, 'CONNECTED' as const, 'SENT' as const, 'UNREACHABLE' as const, 'RECONCILED' as const),
+        carrierView,
+      )
+      .map(([t, effect, answer, view]) => new TransferOutcome(t, effect, answer, view)),
+  ),
+];
+
+/**
+ * A connected call's transfers, denser: the transfer's commands weigh most, with the
+ * carrier's end, hang-ups, its other checks, deadlines and restarts at any step.
+ */
+const transferCommands = [
+  ...weighted(4, fc.tuple(dt, fc.constantFrom('cold' as const, 'warm' as const)).map(([t, mode]) => new TransferRequested(t, mode))),
+  ...weighted(
+    4,
+    fc.tuple(dt, fc.constantFrom<TargetNews>('ANSWERED', 'WHISPERED', 'CONNECTED', 'FAILED'), fc.nat(3), fc.boolean()).map(([t, news, n, back]) => new TargetWebhook(t, news, n === 0, back)),
+  ),
+  ...weighted(
+    6,
+    fc
+      .tuple(
+        dt,
+        fc.constantFrom('placeTransfer' as const, 'checkTransfer' as const, 'whisperTransfer' as const, 'bridgeTransfer' as const, 'releaseMedia' as const),
+        fc.constantFrom('PLACED' as const, 'FAILED' as const, 'UNKNOWN' as const, 'ANSWERED' as const, 'CONNECTED' as const, 'SENT' as const, 'UNREACHABLE' as const, 'RECONCILED' as const),
+        carrierView,
+      )
+      .map(([t, effect, answer, view]) => new TransferOutcome(t, effect, answer, view)),
+  ),
+  ...weighted(3, dt.map((t) => new PersistRestore(t))),
+  ...weighted(3, fc.tuple(lateness, fc.constantFrom(...DEADLINES)).map(([t, n]) => new DeadlineFires(t, n))),
+  ...weighted(2, conversationLine),
+  ...weighted(1, fc.tuple(dt, fc.constantFrom(...FINAL_CALL_STATUSES), maybe(fc.integer({ min: 0, max: 600 }))).map(([t, st, sec]) => new CarrierEnded(t, st, sec))),
+  ...weighted(1, fc.tuple(dt, fc.constantFrom(...HANGUP_REASONS)).map(([t, r]) => new HangupRequested(t, r))),
+  ...weighted(1, fc.tuple(dt, carrierView).map(([t, v]) => new CheckCallReconciled(t, v))),
+  ...weighted(1, dt.map((t) => new HangupDone(t))),
+  ...weighted(1, dt.map((t) => new PostcallDone(t))),
 ];
 
 const callArb = fc.record({
@@ -616,8 +773,12 @@ const callArb = fc.record({
 // ---- liveness ----
 
 /** What an effect answers when the carrier cannot be reached. */
-function unreachable(effect: Effect, at: number): CallEvent {
-  return effect === 'dial' ? { type: 'DIAL.UNKNOWN', at } : { type: 'CARRIER.UNREACHABLE', at };
+function unreachable(effect: Effect, at: number, attempt: number): CallEvent {
+  if (effect === 'dial') return { type: 'DIAL.UNKNOWN', at };
+  if (effect === 'placeTransfer') return { type: 'TRANSFER.UNKNOWN', at, attempt };
+  // Whisper, bridge and release are retried until they answer; here they finally do.
+  if (effect === 'whisperTransfer' || effect === 'bridgeTransfer' || effect === 'releaseMedia' || effect === 'dropTransferLeg') return { type: 'TRANSFER.SENT', at, attempt };
+  return { type: 'CARRIER.UNREACHABLE', at };
 }
 
 /**
@@ -635,7 +796,7 @@ function endsWithTheCarrierUnreachable(m: Model): void {
     const intent = d.pending()[0];
     if (intent) {
       m.now += 1_000;
-      observe(m, d.settle(intent.effect, unreachable(intent.effect, m.now)), `then: ${intent.effect} unreachable`);
+      observe(m, d.settle(intent.effect, unreachable(intent.effect, m.now, intent.context.transfer?.attempt ?? 1)), `then: ${intent.effect} unreachable`);
       continue;
     }
     const [name, due] = [...d.deadlines].sort(([, a], [, b]) => a.dueAt - b.dueAt)[0] ?? fail(m, 'asked to end, the call waits on nothing');
@@ -659,8 +820,22 @@ it('slot released exactly once, deadlines armed and cancelled, one dial and one 
           ? callInput({ direction: 'inbound', carrierCallId: 'CA_in', from: '+15550000009', to: '+15550000001', amdEnabled, maxDurationSec, provider })
           : callInput({ queued: kind === 'queued', amdEnabled, maxDurationSec, provider });
       const rt = CallDriver.start(input);
-      const m: Model = { input, now: T0, rt, dial: 'none', final: null, webhooks: [], lines: [], hangupReason: null, log: [] };
+      const m: Model = { input, now: T0, rt, dial: 'none', final: null, webhooks: [], lines: [], hangupReason: null, log: [], placed: [] };
       observe(m, rt.last(), `start(${kind})`);
+      fc.modelRun(() => ({ model: m, real: rt }), cmds);
+      endsWithTheCarrierUnreachable(m);
+    }),
+    { numRuns: RUNS, ...SEED },
+  );
+});
+
+it('transfers: one request per attempt through restarts, failures back to the agent, the meter stopping at the handoff', { timeout: 20_000 + RUNS * 5 }, () => {
+  fc.assert(
+    fc.property(fc.constantFrom('twilio' as const, 'telnyx' as const), fc.commands(transferCommands, { maxCommands: 40, size: 'max' }), (provider, cmds) => {
+      const input = callInput({ direction: 'inbound', carrierCallId: 'CA_in', from: '+15550000009', to: '+15550000001', provider });
+      const rt = CallDriver.start(input);
+      const m: Model = { input, now: T0, rt, dial: 'none', final: null, webhooks: [], lines: [], hangupReason: null, log: [], placed: [] };
+      observe(m, rt.last(), 'start(inbound)');
       fc.modelRun(() => ({ model: m, real: rt }), cmds);
       endsWithTheCarrierUnreachable(m);
     }),

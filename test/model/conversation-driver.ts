@@ -15,6 +15,7 @@ import {
   type ConversationInput,
   type ConversationSnapshot,
   type ReplyRequest,
+  type ToolCall,
   type TranscriptLine,
 } from '../../machines/conversation.ts';
 
@@ -25,7 +26,8 @@ export type Effect =
   | { type: 'startReply'; at: number; request: ReplyRequest }
   | { [K in Signal]: { type: K; at: number } }[Signal]
   | { type: 'recordLine'; at: number; line: TranscriptLine }
-  | { type: 'requestHangup'; at: number; reason: ConversationEndReason };
+  | { type: 'requestHangup'; at: number; reason: ConversationEndReason }
+  | { type: 'runTools'; at: number; calls: ToolCall[] };
 
 export type EffectType = Effect['type'];
 
@@ -58,13 +60,15 @@ export class ConversationDriver {
     const at = () => this.clock.now();
     this.machine = conversationMachine.provide({
       actions: {
-        startReply: (_, request: ReplyRequest) => note({ type: 'startReply', at: at(), request: { ...request, lines: [...request.lines] } }),
+        startReply: (_, request: ReplyRequest) =>
+          note({ type: 'startReply', at: at(), request: { ...request, lines: [...request.lines], toolRounds: JSON.parse(JSON.stringify(request.toolRounds)) } }),
         interruptReply: () => note({ type: 'interruptReply', at: at() }),
         cancelReply: () => note({ type: 'cancelReply', at: at() }),
         pausePlayback: () => note({ type: 'pausePlayback', at: at() }),
         resumePlayback: () => note({ type: 'resumePlayback', at: at() }),
         recordLine: (_, line: TranscriptLine) => note({ type: 'recordLine', at: at(), line: { ...line } }),
         requestHangup: (_, p: { reason: ConversationEndReason }) => note({ type: 'requestHangup', at: at(), reason: p.reason }),
+        runTools: (_, p: { calls: ToolCall[] }) => note({ type: 'runTools', at: at(), calls: p.calls.map((c) => ({ ...c })) }),
       },
     }) as Machine;
     this.actor = createActor(this.machine, { input, clock: this.clock });

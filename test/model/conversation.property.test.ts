@@ -6,7 +6,8 @@
 // end and its failure, the reply's first audio, its end (played out or cut) and its
 // failure (model or speech, retryable or not), the end-call tool, time passing (a little
 // or a lot), and a persist-restore (the snapshot through JSON, a new actor started from
-// it). The engine's side is honest: reply events only for a reply
+// it), and (issue 9) keypad entries, the model naming tools during a reply and the
+// tools answering or failing. The engine's side is honest: reply events only for a reply
 // that is live, the recogniser silent once failed, and an interruption answered at once
 // with REPLY.ENDED carrying what was heard (as voice/conversation/reply.ts does). After
 // every command the model holds the machine to:
@@ -25,6 +26,9 @@
 //   errors only after a provider failed;
 // - the transcript: every recorded line non-empty and the context's lines exactly the
 //   recorded ones, in order; the context JSON as is, free of interim words, and small;
+// - tools: the model is only asked for an answer once every tool of the last round has
+//   answered (its request carries the answers), a filler only while a tool runs, every
+//   round's tools started once, and the machine waits on a tool only while one runs;
 // - a restore: same state value, same context.
 // After the commands, either the call hangs up (nothing may happen after), or, in runs
 // without a restore, the caller goes quiet and the engine plays every reply out: the
@@ -49,7 +53,12 @@ const REPLY_TEXT: Record<ReplyKind, string> = {
   answer: 'Sure, we have a table at seven, shall I book it?',
   fallback: 'Sorry, I did not catch that.',
   apology: 'Sorry, something went wrong on my side.',
+  filler: 'One moment while I check that.',
+  transfer_failed: 'Sorry, nobody answered there.',
 };
+
+/** Replies the model makes (the only ones that can name tools). */
+const MODEL_KINDS: ReadonlySet<ReplyKind> = new Set<ReplyKind>(['greeting', 'answer']);
 
 /** The first `fraction` of a text's words (what a caller heard of a cut reply). */
 function prefix(text: string, fraction: number): string {
@@ -64,6 +73,8 @@ interface LiveReply {
   text: string;
   /** Its first audio frame went out (REPLY.AUDIO sent). */
   audio: boolean;
+  /** Its model named tools (TOOL.CALLS sent; they come once, at the end of the model's stream). */
+  namedTools: boolean;
 }
 
 type Delivering = ConversationEvent['type'] | 'TIME' | 'START' | null;
@@ -81,6 +92,9 @@ interface Model {
   endCallSent: boolean;
   providerFailed: boolean;
   hangups: ConversationEndReason[];
+  /** The calls of the last tool round, as the engine runs them. */
+  tools: { id: string; answered: boolean }[];
+  toolSeq: number;
   /** This run may persist and restore (runs that do not are held to the liveness check). */
   mayRestore: boolean;
   restored: boolean;
@@ -113,7 +127,16 @@ function engineSees(m: Model, e: Effect, d: Real): void {
     case 'startReply':
       expectThat(m, m.reply === null, `startReply(${e.request.kind}) while the ${m.reply?.kind} reply is live`);
       expectThat(m, JSON.stringify(e.request.lines) === JSON.stringify(d.recorded()), `startReply(${e.request.kind}) without every line so far`);
-      m.reply = { kind: e.request.kind, text: REPLY_TEXT[e.request.kind], audio: false };
+      m.reply = { kind: e.request.kind, text: REPLY_TEXT[e.request.kind], audio: false, namedTools: false };
+      if (e.request.kind === 'answer') {
+        expectThat(m, m.tools.every((t) => t.answered), 'an answer was asked for while a tool still runs');
+        expectThat(m, e.request.toolRounds.every((r) => !r.results.includes(null)), 'an answer was asked for with a tool round missing an answer');
+      }
+      if (e.request.kind === 'filler') expectThat(m, m.tools.some((t) => !t.answered), 'a filler with no tool running');
+      return;
+    case 'runTools':
+      expectThat(m, m.delivering === 'TOOL.CALLS', `runTools while delivering ${m.delivering}`);
+      m.tools = e.calls.map((c) => ({ id: c.id, answered: false }));
       return;
     case 'cancelReply':
       expectThat(m, m.reply !== null && !m.reply.audio, 'cancelReply for no reply, or for one already playing');
@@ -176,7 +199,7 @@ function observe(m: Model, d: Real, label: string, from: number): void {
   const json = JSON.stringify(ctx);
   expect(JSON.parse(json)).toEqual(ctx);
   for (const w of INTERIM_ONLY) hold(m, d, !json.includes(w), `the interim word "${w}" reached the context`);
-  hold(m, d, json.length <= 600 + JSON.stringify(ctx.lines).length + ctx.callerText.length, `the context grew to ${json.length} characters`);
+  hold(m, d, json.length <= 600 + JSON.stringify(ctx.lines).length + ctx.callerText.length + JSON.stringify(ctx.toolRounds).length, `the context grew to ${json.length} characters`);
 
   // Hang-up: once at most, and the machine is then ending (or the call is over).
   const ending = inState(d, 'ending');
@@ -195,6 +218,9 @@ function observe(m: Model, d: Real, label: string, from: number): void {
   const waitsInSilence = inState(d, { listening: 'idle' }) || inState(d, { listening: 'waitingForWords' });
   hold(m, d, !waitsForSpeechEnd || m.callerSpeaking, `${JSON.stringify(d.value)} waits for the caller to stop, but they are not speaking`);
   hold(m, d, !waitsInSilence || !m.callerSpeaking, `${JSON.stringify(d.value)} counts silence while the caller speaks`);
+
+  // Tools: the machine waits on a tool only while one runs.
+  hold(m, d, !inState(d, 'waitingForTool') || m.tools.some((t) => !t.answered), 'waitingForTool with every tool answered');
 }
 
 // ---- commands ----
@@ -390,6 +416,60 @@ class EndCall extends EventCommand {
   }
 }
 
+/** The reply's model named tools (at the end of its stream, so at most once per reply). */
+class ToolCalls extends EventCommand {
+  constructor(readonly count: number) {
+    super();
+  }
+  protected override applies(m: Readonly<Model>) {
+    return m.reply !== null && MODEL_KINDS.has(m.reply.kind) && !m.reply.namedTools;
+  }
+  protected event(m: Model): ConversationEvent {
+    const calls = Array.from({ length: this.count }, (_, i) => ({ id: `call_${m.toolSeq + i}`, name: i === 0 ? 'lookup_order' : 'automation_webhook', arguments: '{}' }));
+    return { type: 'TOOL.CALLS', calls };
+  }
+  protected override before(m: Model) {
+    m.reply!.namedTools = true;
+    m.toolSeq += this.count;
+  }
+  toString() {
+    return `ToolCalls(${this.count})`;
+  }
+}
+
+/** The first tool still running answers, or fails. */
+class ToolAnswers extends EventCommand {
+  constructor(readonly ok: boolean) {
+    super();
+  }
+  protected override applies(m: Readonly<Model>) {
+    return m.tools.some((t) => !t.answered);
+  }
+  protected event(m: Model): ConversationEvent {
+    const id = m.tools.find((t) => !t.answered)!.id;
+    return this.ok ? { type: 'TOOL.DONE', id, result: '{"status":"shipped"}' } : { type: 'TOOL.FAILED', id, error: 'timed out' };
+  }
+  protected override before(m: Model) {
+    m.tools.find((t) => !t.answered)!.answered = true;
+  }
+  toString() {
+    return `ToolAnswers(${this.ok ? 'done' : 'failed'})`;
+  }
+}
+
+/** A keypad entry (grouped by the keypad machine). */
+class Keypad extends EventCommand {
+  constructor(readonly digits: string) {
+    super();
+  }
+  protected event(): ConversationEvent {
+    return { type: 'KEYPAD', digits: this.digits };
+  }
+  toString() {
+    return `Keypad(${this.digits})`;
+  }
+}
+
 class TimePasses extends ConversationCommand {
   constructor(readonly ms: number) {
     super();
@@ -446,6 +526,9 @@ const commands = [
   ...weighted(1, fc.tuple(fc.constantFrom('llm' as const, 'tts' as const), fc.boolean()).map(([p, r]) => new ReplyFails(p, r))),
   ...weighted(1, fc.constant(new EndCall())),
   ...weighted(1, fc.constant(new SttFails())),
+  ...weighted(3, fc.integer({ min: 1, max: 2 }).map((n) => new ToolCalls(n))),
+  ...weighted(4, fc.boolean().map((ok) => new ToolAnswers(ok))),
+  ...weighted(2, fc.constantFrom('1', '42#', '*0').map((digits) => new Keypad(digits))),
   ...weighted(12, fc.integer({ min: 0, max: 1_200 }).map((ms) => new TimePasses(ms))),
   // Long enough for any timer, silence included.
   ...weighted(1, fc.integer({ min: 1_500, max: 50_000 }).map((ms) => new TimePasses(ms))),
@@ -499,7 +582,14 @@ function endsByItself(m: Model, d: Real): void {
   const longest = Math.max(m.input.silenceHangupMs, m.input.pickupDelayMs, m.input.resumeAfterMs, m.input.eagernessMs) + 1;
   for (let i = 0; i < 100 && m.hangups.length === 0 && d.snapshot.status === 'active'; i++) {
     const r = m.reply;
-    if (r && !r.audio) {
+    const running = m.tools.find((t) => !t.answered);
+    if (running) {
+      step('ToolAnswers(done)', () => {
+        running.answered = true;
+        m.delivering = 'TOOL.DONE';
+        d.send({ type: 'TOOL.DONE', id: running.id, result: '{}' });
+      });
+    } else if (r && !r.audio) {
       step('ReplyAudio()', () => {
         r.audio = true;
         m.delivering = 'REPLY.AUDIO';
@@ -539,6 +629,8 @@ it('one reply at a time, honest hang-ups, no silence hang-up over anyone, a tran
         endCallSent: false,
         providerFailed: false,
         hangups: [],
+        tools: [],
+        toolSeq: 0,
         mayRestore,
         restored: false,
         delivering: 'START',

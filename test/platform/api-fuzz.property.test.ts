@@ -1199,8 +1199,21 @@ function exchange(s: Sent): Promise<Answer> {
 type Snapshot = Map<string, Map<string, string>>;
 /** Written on 4xx answers by design: the stored answer an Idempotency-Key replays. */
 const UNCOMPARED_TABLES = new Set(['idempotency_keys']);
-/** Authentication records a key's last use (at most once a minute), whatever the answer. */
-const UNCOMPARED_COLUMNS: Record<string, string[]> = { api_keys: ['last_used_at'] };
+/**
+ * Authentication records a key's last use (at most once a minute), whatever the answer;
+ * an account's webhook signing secret is made on first use, which may be the outbox
+ * signing an earlier call's delivery in the background.
+ */
+const UNCOMPARED_COLUMNS: Record<string, string[]> = { api_keys: ['last_used_at'], accounts: ['webhook_secret'] };
+/**
+ * Tables whose rows belong to a call without an actor_id/internal_id column: the SQL that
+ * names the owning call as the calls table keys it. A call's webhook deliveries appear in
+ * the background (call.started when due, call.completed after its analysis); a delivery of
+ * no call (webhook.test) has no owner, so a 4xx that made one is still caught.
+ */
+const CALL_OWNER_SQL: Record<string, string> = {
+  webhook_deliveries: '(SELECT COALESCE(c.internal_id, c.call_id) FROM calls c WHERE c.call_id = webhook_deliveries.call_id)',
+};
 const quoteName = (name: string): string => `"${name.replace(/"/g, '""')}"`;
 const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").all() as Array<{ name: string }>)
   .map((t) => t.name)
@@ -1211,13 +1224,13 @@ const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' 
     // A live call moves on by itself: its row changes, and so do its own rows elsewhere
     // (its actor's snapshot, deadlines, effect intents, sealed prompt), which are keyed
     // by the call they belong to. Only their identities are compared.
-    const owner = name === 'calls' ? null : columns.includes('actor_id') ? 'actor_id' : columns.includes('internal_id') ? 'internal_id' : null;
+    const owner = name === 'calls' ? null : CALL_OWNER_SQL[name] ?? (columns.includes('actor_id') ? quoteName('actor_id') : columns.includes('internal_id') ? quoteName('internal_id') : null);
     const keyColumns = info.filter((c) => c.pk > 0).map((c) => c.name);
     const compared =
       name === 'calls'
         ? 'COALESCE(internal_id, call_id) AS id'
         : owner
-          ? `${quoteName(owner)} AS owner, ${keyColumns.length > 0 ? keyColumns.map(quoteName).join(', ') : 'rowid'}`
+          ? `${owner} AS owner, ${keyColumns.length > 0 ? keyColumns.map(quoteName).join(', ') : 'rowid'}`
           : columns.filter((c) => !(UNCOMPARED_COLUMNS[name] ?? []).includes(c)).map(quoteName).join(', ');
     return { name, owner, select: db.prepare(`SELECT ${compared} FROM ${quoteName(name)}`) };
   });

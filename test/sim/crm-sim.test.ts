@@ -51,6 +51,9 @@ describe('CRM simulator', () => {
     const note = await call('POST', `/contacts/${first.body['contact'].id}/notes`, { body: 'Called about a refill.' });
     expect(note.status).toBe(201);
     expect(crm.notes.at(-1)).toMatchObject({ contactId: first.body['contact'].id, body: 'Called about a refill.' });
+    const listed = await call('GET', `/contacts/${first.body['contact'].id}/notes`, undefined, 'pit-a', '2021-07-28');
+    expect(listed.body['notes']).toEqual([expect.objectContaining({ contactId: first.body['contact'].id, body: 'Called about a refill.' })]);
+    expect((await call('GET', `/contacts/${first.body['contact'].id}/notes`, undefined, 'pit-b')).status).toBe(404);
   });
 
   it('offers the open weekday slots in the asked zone, then books, moves and deletes one', async () => {

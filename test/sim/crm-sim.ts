@@ -3,6 +3,7 @@
 // the CRM's own rules, so the service's client meets what it would meet in production:
 //   POST   /contacts/upsert                          {locationId, phone, name?, email?, …} → {new, contact}
 //   POST   /contacts/{contactId}/notes               {body}                                → {note}
+//   GET    /contacts/{contactId}/notes                                                     → {notes: [note, …]}
 //   GET    /calendars/{calendarId}/free-slots        ?startDate&endDate (epoch ms)&timezone → {"YYYY-MM-DD": {slots: [ISO with offset]}}
 //   POST   /calendars/events/appointments            {calendarId, locationId, contactId, startTime, endTime?, title?} → the event
 //   PUT    /calendars/events/appointments/{eventId}  {startTime, endTime?, …}              → the event
@@ -193,6 +194,11 @@ export async function startCrmSim(options: CrmSimOptions): Promise<CrmSim> {
         const note: CrmNote = { id: randomUUID().replace(/-/g, '').slice(0, 20), contactId: contact.id, body: body['body'], dateAdded: new Date(now()).toISOString() };
         notes.push(note);
         return json(201, { note });
+      }
+      case 'GET /contacts/:/notes': {
+        const contact = contacts.get(segments[1]!);
+        if (!contact || contact.locationId !== location) return error(404, 'Contact not found');
+        return json(200, { notes: notes.filter((n) => n.contactId === contact.id) });
       }
       case 'GET /calendars/:/free-slots': {
         const cal = calendars.get(segments[1]!);

@@ -7,7 +7,15 @@
 // `data: [DONE]`. Replies are scripted (`reply`) or, when none is queued, a short
 // deterministic one quoting the caller's last words, so a conversation test can
 // follow who said what. `max_tokens` is honoured (a word is a token here): a longer
-// reply is cut with `finish_reason: "length"`.
+// reply is cut with `finish_reason: "length"`. Scripted replies answer streamed requests
+// only (the conversation's turns): a non-streamed one (post-call analysis, which may
+// arrive at any moment after a call ends) is answered by `respond` and never takes a
+// reply a test queued for the next turn. A request that asks for structured output
+// (`response_format`: post-call analysis) is kept apart altogether: it is listed in
+// `structuredRequests`, not `requests`, takes no queued fault, is answered from its own
+// script (`replyStructured`), else by `respond`, else with the simplest JSON its schema
+// allows, so conversation tests counting requests or queueing faults never see the
+// analysis of an earlier call.
 import type { ServerResponse } from 'node:http';
 import type { LlmMessage, LlmTool } from '../../voice/providers/llm.ts';
 import {
@@ -60,16 +68,56 @@ export interface LlmSimOptions extends LlmSimLatency {
 export interface LlmSim {
   /** `http://127.0.0.1:PORT/v1`. */
   baseUrl: string;
-  /** Every request received, with its parsed body and headers, in order. */
-  requests: LlmSimRequest[];
-  /** Queues replies for the next requests, in order. */
+  /** Every request received, with its parsed body and headers, in order, except those asking for structured output. */
+  readonly requests: LlmSimRequest[];
+  /** The requests that asked for structured output (`response_format`), in order. */
+  readonly structuredRequests: LlmSimRequest[];
+  /** Queues replies for the next streamed requests, in order. */
   reply(...replies: LlmSimScript[]): void;
+  /** Queues replies for the next requests asking for structured output, in order. */
+  replyStructured(...replies: LlmSimScript[]): void;
   setLatency(latency: LlmSimLatency): void;
   /** Queues a fault for the next request(s); mid-stream faults count tokens (words, argument pieces). */
   fail(fault: StreamSimFault): void;
   /** How many requests the client cancelled before the reply was complete. */
   readonly aborted: number;
   close(): Promise<void>;
+}
+
+const isStructured = (body: ChatCompletionBody | undefined): boolean =>
+  body !== null && typeof body === 'object' && (body as { response_format?: unknown }).response_format !== undefined;
+
+/**
+ * The simplest value a JSON schema allows: null where null is allowed, else the first
+ * enum value, "simulated" for a string, 0 for a number, true for a boolean, and every
+ * required property of an object.
+ */
+export function simplestJson(schema: unknown): unknown {
+  const s = (schema ?? {}) as { type?: string | string[]; enum?: unknown[]; properties?: Record<string, unknown>; required?: string[] };
+  const types = Array.isArray(s.type) ? s.type : s.type === undefined ? [] : [s.type];
+  if (types.includes('null')) return null;
+  if (s.enum && s.enum.length > 0) return s.enum[0];
+  switch (types[0]) {
+    case 'object':
+      return Object.fromEntries((s.required ?? Object.keys(s.properties ?? {})).map((k) => [k, simplestJson(s.properties?.[k])]));
+    case 'array':
+      return [];
+    case 'string':
+      return 'simulated';
+    case 'number':
+    case 'integer':
+      return 0;
+    case 'boolean':
+      return true;
+    default:
+      return null;
+  }
+}
+
+/** The default answer to a structured request: the simplest JSON its `json_schema` allows, or `{}` in JSON mode. */
+function structuredReply(body: ChatCompletionBody): LlmSimReply {
+  const format = body.response_format as { json_schema?: { schema?: unknown } } | undefined;
+  return { text: JSON.stringify(format?.json_schema?.schema ? simplestJson(format.json_schema.schema) : {}) };
 }
 
 /** The default reply: what a test can predict from the conversation alone. */
@@ -81,25 +129,40 @@ export function defaultLlmReply(body: ChatCompletionBody): LlmSimReply {
 export async function startLlmSim(opts: LlmSimOptions = {}): Promise<LlmSim> {
   const latency = { firstTokenMs: opts.firstTokenMs ?? 30, tokenMs: opts.tokenMs ?? 10 };
   const scripts: LlmSimScript[] = [];
+  const structuredScripts: LlmSimScript[] = [];
   let served = 0;
 
-  const server = await startStreamSim<ChatCompletionBody>(opts.port ?? 0, (req, res, fault) => {
-    if (req.method !== 'POST' || req.path !== '/v1/chat/completions') return sendError(res, 404, `Unknown request URL: ${req.method} ${req.path}.`);
-    if (!checkBearer(res, req.authorization, opts.apiKey)) return;
-    const invalid = validate(req.body);
-    if (invalid) return sendError(res, 400, invalid);
-    const script = scripts.shift();
-    const reply = script === undefined ? (opts.respond ?? defaultLlmReply)(req.body) : typeof script === 'function' ? script(req) : script;
-    const answer = render(reply, req.body, `chatcmpl-sim${++served}`);
-    if (req.body.stream === true) stream(res, answer, fault, { ...latency }, server.drop);
-    else whileOpen(res, latency.firstTokenMs, () => sendJson(res, answer));
-  });
+  const server = await startStreamSim<ChatCompletionBody>(
+    opts.port ?? 0,
+    (req, res, fault) => {
+      if (req.method !== 'POST' || req.path !== '/v1/chat/completions') return sendError(res, 404, `Unknown request URL: ${req.method} ${req.path}.`);
+      if (!checkBearer(res, req.authorization, opts.apiKey)) return;
+      const invalid = validate(req.body);
+      if (invalid) return sendError(res, 400, invalid);
+      const structured = isStructured(req.body);
+      const script = structured ? structuredScripts.shift() : req.body.stream === true ? scripts.shift() : undefined;
+      const fallback = opts.respond ?? (structured ? structuredReply : defaultLlmReply);
+      const reply = script === undefined ? fallback(req.body) : typeof script === 'function' ? script(req) : script;
+      const answer = render(reply, req.body, `chatcmpl-sim${++served}`);
+      if (req.body.stream === true) stream(res, answer, fault, { ...latency }, server.drop);
+      else whileOpen(res, latency.firstTokenMs, () => sendJson(res, answer));
+    },
+    (body) => !isStructured(body),
+  );
 
   return {
     baseUrl: server.baseUrl,
-    requests: server.requests,
+    get requests() {
+      return server.requests.filter((r) => !isStructured(r.body));
+    },
+    get structuredRequests() {
+      return server.requests.filter((r) => isStructured(r.body));
+    },
     reply(...replies) {
       scripts.push(...replies);
+    },
+    replyStructured(...replies) {
+      structuredScripts.push(...replies);
     },
     setLatency(l) {
       if (l.firstTokenMs !== undefined) latency.firstTokenMs = l.firstTokenMs;

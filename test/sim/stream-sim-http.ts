@@ -60,7 +60,11 @@ export interface StreamSimServer<Body> {
   close(): Promise<void>;
 }
 
-export async function startStreamSim<Body>(port: number, handle: StreamSimHandler<Body>): Promise<StreamSimServer<Body>> {
+/**
+ * `takesFaults`: whether a request is one the queued faults are meant for (default: every
+ * one); a request it refuses is served healthy and leaves the faults for the next.
+ */
+export async function startStreamSim<Body>(port: number, handle: StreamSimHandler<Body>, takesFaults: (body: Body) => boolean = () => true): Promise<StreamSimServer<Body>> {
   const requests: StreamSimRequest<Body>[] = [];
   const faults: StreamSimFault[] = [];
   const droppedBySim = new WeakSet<ServerResponse>();
@@ -83,7 +87,7 @@ export async function startStreamSim<Body>(port: number, handle: StreamSimHandle
       } catch {
         body = undefined;
       }
-      const fault = nextFault();
+      const fault = takesFaults(body as Body) ? nextFault() : undefined;
       const recorded: StreamSimRequest<Body> = {
         method: req.method ?? 'GET',
         path: new URL(req.url ?? '/', 'http://sim.invalid').pathname,

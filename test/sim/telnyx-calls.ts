@@ -1,6 +1,7 @@
 // Carrier B (Telnyx) Call Control v2 in the simulator (carriers.md §5): `POST /v2/calls`
 // dials and plays the scenario the test chose for the destination; `actions/answer`,
-// `actions/reject`, `actions/hangup` and `GET /v2/calls/{id}`; inbound calls placed by
+// `actions/reject`, `actions/hangup`, `actions/transfer` (recorded as `transferredTo`; a
+// ringing call counts as answered, no far leg is simulated) and `GET /v2/calls/{id}`; inbound calls placed by
 // the test. Every event goes as a v2 envelope to the call's webhook URL, signed with the
 // account's Ed25519 key, one call's events strictly in order; an answered call with a
 // stream_url opens the media websocket (telnyx-media-client.ts). Steps are `stepMs` apart.
@@ -12,6 +13,13 @@
 //   busy     call.hangup user_busy / callee      no-answer  call.hangup timeout / unknown
 //   failed   call.hangup unspecified / unknown   reject     dial answers 422 10015, no call
 // Hang-ups end with streaming.stopped (when a stream was open) and call.hangup.
+//   decline  call.hangup call_rejected / callee (the person refuses the call)
+// Transfers: `actions/transfer` of an answered call places the far leg (its client_state
+// and webhook_url from the command), which plays the scenario of `to`; answered, it is
+// bridged (call.bridged on both legs). `actions/speak` records the text on the leg it was
+// spoken on (`spoken`: what the person on that leg heard) and reports
+// call.speak.started/ended; `actions/bridge` joins two answered legs; `actions/streaming_stop`
+// closes the call's media stream (streaming.stopped). Bridged legs end together.
 //
 // hangup_source is the side of the call that hung up: `caller` is the party that placed
 // it, `callee` the one that received it. So our `actions/hangup` is `caller` on an
@@ -35,7 +43,7 @@ import { SimClock, type SimResponse } from './sim-http.ts';
 import { telnyxError, type TelnyxRoute, type TelnyxRouteContext, type TelnyxState } from './telnyx-sim.ts';
 
 /** What happens to an outbound call to a destination (default `answer`). */
-export type TelnyxScenario = 'answer' | 'busy' | 'no-answer' | 'failed' | 'machine' | 'reject';
+export type TelnyxScenario = 'answer' | 'busy' | 'no-answer' | 'failed' | 'machine' | 'reject' | 'decline';
 
 export interface SimStream {
   url: string;
@@ -72,6 +80,15 @@ export interface SimCall {
   media: TelnyxMediaClient | null;
   /** Forgotten by the carrier (GET answers 404), as after its ~10-minute retention. */
   expired: boolean;
+  /** The number a `transfer` command handed the call to (null: none). */
+  transferredTo: string | null;
+  /** Text the carrier spoke on this leg (`speak`), in order: what the person on it heard. */
+  spoken: string[];
+  /** The leg this one is bridged to (a transfer), and since when. */
+  bridgedWith: string | null;
+  bridgedAt: number | null;
+  /** The leg a `transfer` command placed from this call. */
+  transferLeg: string | null;
 }
 
 /** One webhook delivery, recorded once the receiver answered (or failed to). */
@@ -98,6 +115,12 @@ export interface TelnyxCallHandle {
   webhook(eventType: string, timeoutMs?: number): Promise<SimWebhook>;
   /** The far end hangs up; resolves once call.hangup has been delivered. */
   hangup(): Promise<void>;
+  /**
+   * The far end presses a key. The carrier reports it as a `call.dtmf.received` webhook
+   * and, on an open media stream, as a `dtmf` stream event (`via` picks one); resolves
+   * once the webhook was delivered.
+   */
+  pressKey(digit: string, via?: 'both' | 'event' | 'stream'): Promise<void>;
 }
 
 export interface InboundCallRequest {
@@ -188,6 +211,7 @@ export class TelnyxCalls {
   mediaOptions: TelnyxCallsOptions['media'];
 
   private readonly scenarios = new Map<string, TelnyxScenario>();
+  private readonly ringTimes = new Map<string, number>();
   /** The call each dial command_id placed, and when (sim time) it was first used. */
   private readonly dialsByCommand = new Map<string, { callControlId: string; at: number }>();
   readonly clock: SimClock;
@@ -234,13 +258,19 @@ export class TelnyxCalls {
     this.scenarios.set(to, scenario);
   }
 
+  /** Calls to `to` (dialed, or a transfer's far leg) ring this long before their scenario plays (default one step). */
+  setRingMs(to: string, ms: number): void {
+    this.ringTimes.set(to, ms);
+  }
+
   /**
    * Deliver URLs on `publicBase`'s host to `actualBase` instead (https → http, wss → ws when
    * `actualBase` is plain http): the service's PUBLIC_BASE_URL is not where a test listens.
    * Payloads keep the original URLs.
    */
   redirect(publicBase: string, actualBase: string): void {
-    this.redirects.push([new URL(publicBase), new URL(actualBase)]);
+    // The latest redirect of a host wins: a test re-points the carrier at a restarted service.
+    this.redirects.unshift([new URL(publicBase), new URL(actualBase)]);
   }
 
   handle(id: string): TelnyxCallHandle {
@@ -257,6 +287,14 @@ export class TelnyxCalls {
       hangup: async () => {
         this.farEndHangup(call);
         await this.until(() => delivered('call.hangup'), undefined, `${id} hangup`);
+      },
+      pressKey: async (digit, via = 'both') => {
+        if (call.status !== 'answered') throw new Error(`telnyx sim: ${id} is not answered`);
+        if (via !== 'event') call.media?.sendDtmf(digit);
+        if (via === 'stream') return;
+        const before = call.webhooks.filter((w) => w.eventType === 'call.dtmf.received').length;
+        this.enqueue(call, () => this.deliver(call, 'call.dtmf.received', { digit }));
+        await this.until(() => (call.webhooks.filter((w) => w.eventType === 'call.dtmf.received').length > before ? true : undefined), undefined, `${id} dtmf`);
       },
     };
   }
@@ -362,7 +400,7 @@ export class TelnyxCalls {
     if (commandId !== null) this.dialsByCommand.set(commandId, { callControlId: call.callControlId, at: this.clock.now() });
 
     this.enqueue(call, () => this.deliver(call, 'call.initiated', { direction: 'outgoing', state: 'bridging' }));
-    this.later(() => this.play(call, scenario));
+    this.later(() => this.play(call, scenario), this.ringTimes.get(to));
     return { status: 200, body: { data: this.dialRecord(call) } };
   }
 
@@ -447,7 +485,7 @@ export class TelnyxCalls {
   private command({ req, apiKey, params }: TelnyxRouteContext): SimResponse {
     const call = this.calls.get(decodeURIComponent(params[0] ?? ''));
     const action = params[1] ?? '';
-    if (!call || !this.state.sameAccount(call.apiKey, apiKey) || !['answer', 'reject', 'hangup'].includes(action)) return notFound();
+    if (!call || !this.state.sameAccount(call.apiKey, apiKey) || !['answer', 'reject', 'hangup', 'transfer', 'speak', 'bridge', 'streaming_stop'].includes(action)) return notFound();
     const raw = req.body ?? {};
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
       return telnyxError(400, '10015', 'Bad Request', 'The request failed because it was not well-formed.');
@@ -469,6 +507,19 @@ export class TelnyxCalls {
       else this.end(call, 'call_rejected', 'callee');
       return ok();
     }
+    if (action === 'transfer') {
+      // A ringing call is answered by it (the sim places no far leg for one); an answered
+      // call's far leg plays the scenario of `to` and is bridged on answer.
+      if (body.to === undefined) return missing('to');
+      if (typeof body.to !== 'string' || !E164.test(body.to)) return invalid('to', 'to must be an E.164 number.');
+      const refused = checkClientState(body);
+      if (refused) return refused;
+      call.transferredTo = body.to;
+      if (call.status !== 'answered') this.answer(call);
+      else this.transferLeg(call, body);
+      return ok();
+    }
+    if (action === 'speak' || action === 'bridge' || action === 'streaming_stop') return this.legCommand(call, action, body);
     if (call.direction !== 'incoming') return invalid('call_control_id', `${action} applies to incoming calls only.`);
     if (call.status === 'answered') return invalid('call_control_id', 'This call has already been answered.');
 
@@ -484,6 +535,75 @@ export class TelnyxCalls {
     if (typeof body.client_state === 'string') call.clientState = body.client_state;
     call.stream = streamOf(body);
     this.answer(call);
+    return ok();
+  }
+
+  // --- transfers ------------------------------------------------------------------
+
+  /** `transfer` of an answered call: the far leg rings and plays its scenario; answered, it is bridged to the call. */
+  private transferLeg(call: SimCall, body: Record<string, unknown>): void {
+    const to = body.to as string;
+    const webhookUrl = typeof body.webhook_url === 'string' ? body.webhook_url : call.webhookUrl;
+    const clientState = typeof body.client_state === 'string' ? body.client_state : call.clientState;
+    const from = typeof body.from === 'string' ? body.from : call.from;
+    const leg = this.create(call.apiKey, call.connectionId, 'outgoing', from, to, webhookUrl, clientState);
+    call.transferLeg = leg.callControlId;
+    this.enqueue(leg, () => this.deliver(leg, 'call.initiated', { direction: 'outgoing', state: 'bridging' }));
+    const scenario = this.scenarios.get(to) ?? 'answer';
+    this.later(() => {
+      if (leg.status !== 'ringing') return;
+      if (call.status === 'ended') return this.end(leg, 'originator_cancel', 'caller');
+      if (scenario !== 'answer' && scenario !== 'machine') return this.play(leg, scenario === 'reject' ? 'decline' : scenario);
+      this.play(leg, 'answer');
+      this.bridgeLegs(call, leg);
+    }, this.ringTimes.get(to));
+  }
+
+  private bridgeLegs(a: SimCall, b: SimCall): void {
+    a.bridgedWith = b.callControlId;
+    b.bridgedWith = a.callControlId;
+    a.bridgedAt = b.bridgedAt = this.clock.now();
+    this.enqueue(a, () => this.deliver(a, 'call.bridged', { to: b.to }));
+    this.enqueue(b, () => this.deliver(b, 'call.bridged', { to: a.to }));
+  }
+
+  /** `speak`, `bridge`, `streaming_stop` on a live call. */
+  private legCommand(call: SimCall, action: string, body: Record<string, unknown>): SimResponse {
+    if (call.status !== 'answered') return telnyxError(422, '90034', 'Call not answered yet', 'This call has not been answered yet.');
+    if (action === 'speak') {
+      if (typeof body.payload !== 'string' || body.payload === '') return missing('payload');
+      if (typeof body.voice !== 'string' || body.voice === '') return missing('voice');
+      const text = body.payload;
+      call.spoken.push(text);
+      this.enqueue(call, () => this.deliver(call, 'call.speak.started', {}));
+      // The carrier speaks for a while (about 60 ms a word here, faster than life).
+      const ms = Math.min(3_000, text.split(/\s+/).length * 60);
+      const timer = setTimeout(() => {
+        this.timers.delete(timer);
+        if (!this.closed && call.status === 'answered') this.enqueue(call, () => this.deliver(call, 'call.speak.ended', { status: 'completed' }));
+      }, ms);
+      this.timers.add(timer);
+      return ok();
+    }
+    if (action === 'bridge') {
+      const other = typeof body.call_control_id === 'string' ? this.calls.get(body.call_control_id) : undefined;
+      if (!other || !this.state.sameAccount(other.apiKey, call.apiKey)) return invalid('call_control_id', 'call_control_id must name a call of your account.');
+      if (other.status === 'ended') return callEnded();
+      if (other.status !== 'answered') return telnyxError(422, '90034', 'Call not answered yet', 'The other call has not been answered yet.');
+      this.bridgeLegs(call, other);
+      return ok();
+    }
+    // streaming_stop: the stream closes, the call goes on.
+    const media = call.media;
+    const stream = call.stream;
+    if (media && stream) {
+      // The stream is gone (the client keeps what it heard, for the tests).
+      call.stream = null;
+      this.enqueue(call, async () => {
+        await media.stop();
+        await this.deliver(call, 'streaming.stopped', { stream_url: stream.url });
+      });
+    }
     return ok();
   }
 
@@ -514,6 +634,11 @@ export class TelnyxCalls {
       webhooks: [],
       media: null,
       expired: false,
+      transferredTo: null,
+      spoken: [],
+      bridgedWith: null,
+      bridgedAt: null,
+      transferLeg: null,
     };
     this.calls.set(call.callControlId, call);
     return call;
@@ -540,6 +665,8 @@ export class TelnyxCalls {
         return this.end(call, 'timeout', 'unknown');
       case 'failed':
         return this.end(call, 'unspecified', 'unknown');
+      case 'decline':
+        return this.end(call, 'call_rejected', 'callee');
       default:
         this.answer(call);
         if (call.amd !== null) {
@@ -601,6 +728,9 @@ export class TelnyxCalls {
   private end(call: SimCall, cause: string, source: 'caller' | 'callee' | 'unknown'): void {
     if (call.status === 'ended') return;
     call.status = 'ended';
+    // Bridged legs end together: the other side hears the hang-up.
+    const partner = call.bridgedWith === null ? undefined : this.calls.get(call.bridgedWith);
+    if (partner && partner.status !== 'ended') queueMicrotask(() => this.end(partner, 'normal_clearing', 'unknown'));
     call.endedAt = this.clock.now();
     call.hangupCause = cause;
     call.hangupSource = source;
@@ -691,11 +821,11 @@ export class TelnyxCalls {
     this.queues.set(call.callControlId, next);
   }
 
-  private later(step: () => void): void {
+  private later(step: () => void, ms = this.stepMs): void {
     const timer = setTimeout(() => {
       this.timers.delete(timer);
       if (!this.closed) step();
-    }, this.stepMs);
+    }, ms);
     this.timers.add(timer);
   }
 

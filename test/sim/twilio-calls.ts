@@ -6,7 +6,11 @@
 // and updates (hang up, cancel, new TwiML); `GET …/Calls.json` lists them with the
 // carrier's filters (To, From, Status, StartTime with `>`/`<`, EndTime likewise), newest
 // first. Inbound calls start with `placeInboundCall`. Webhooks go out through
-// twilio-webhooks.ts (signing, mapping to loopback).
+// twilio-webhooks.ts (signing, mapping to loopback). `<Dial><Number>` (a transfer) places
+// a child leg (`outbound-dial`, ParentCallSid) that plays the scenario set for its number
+// (`decline`: the person refuses, reported busy), with `<Number statusCallback>`,
+// `<Number url>` (the whisper: `<Say>` heard by the answerer only) and `<Dial action>`;
+// each call's `dials` records what the caller and the answerer heard, and the bridge.
 //
 // Times on the Call resource come from the sim's clock (SimClock: real time plus what
 // `advanceClock` added). `start_time` is when the carrier dialed the call (the
@@ -22,7 +26,7 @@ import { readTwiml, type TwimlNode } from './twiml-reader.ts';
 
 export type { TwilioSimWebhook } from './twilio-webhooks.ts';
 
-export type TwilioScenarioName = 'answer' | 'busy' | 'no-answer' | 'failed' | 'machine' | 'reject';
+export type TwilioScenarioName = 'answer' | 'busy' | 'no-answer' | 'failed' | 'machine' | 'reject' | 'decline';
 
 /** What happens to a call placed to a given number. */
 export interface TwilioScenario {
@@ -39,10 +43,29 @@ export interface TwilioScenario {
 
 export type TwilioSimCallStatus = 'queued' | 'ringing' | 'in-progress' | 'completed' | 'busy' | 'failed' | 'no-answer' | 'canceled';
 
+/**
+ * One `<Dial><Number>` a call ran (a transfer): the child leg it placed, what the person
+ * who answered heard before the bridge (the `<Say>` of `<Number url>`), and what the caller
+ * heard meanwhile: the carrier's ringback, from the dial's start until the bridge or the end.
+ */
+export interface TwilioSimDial {
+  readonly to: string;
+  readonly childSid: string;
+  readonly startedAt: number;
+  /** `ringback` while the number rings and the whisper plays; `bridged` once the two talk; `over` after. */
+  readonly callerHears: 'ringback' | 'bridged' | 'over';
+  /** Text the answerer heard from `<Number url>` (`<Say>`), in order; the caller never hears it. */
+  readonly whisper: string[];
+  readonly answeredAt: number | null;
+  readonly bridgedAt: number | null;
+  /** DialCallStatus, once the dial ended. */
+  readonly dialCallStatus: string | null;
+}
+
 export interface TwilioSimCall {
   readonly sid: string;
   readonly accountSid: string;
-  readonly direction: 'outbound-api' | 'inbound';
+  readonly direction: 'outbound-api' | 'inbound' | 'outbound-dial';
   readonly from: string;
   readonly to: string;
   readonly status: TwilioSimCallStatus;
@@ -55,6 +78,10 @@ export interface TwilioSimCall {
   readonly endedAt: number | null;
   /** The create request's form (outbound). */
   readonly params: TwilioSimForm;
+  /** The call whose `<Dial>` placed this one (direction `outbound-dial`); null otherwise. */
+  readonly parentSid: string | null;
+  /** Every `<Dial>` this call ran, in order. */
+  readonly dials: TwilioSimDial[];
   /** Every TwiML document the call ran, in order. */
   readonly twiml: string[];
   /** The latest media stream (kept after it closed, for its recordings). */
@@ -92,7 +119,10 @@ export interface TwilioCallsOptions {
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
+type LiveDial = Mutable<TwilioSimDial>;
+
 interface LiveCall extends Mutable<TwilioSimCall> {
+  dials: LiveDial[];
   statusCallback: string | null;
   events: Set<string>;
   audio: FarEndAudio | undefined;
@@ -319,7 +349,7 @@ export class TwilioCalls {
           (to === undefined || c.to === to) &&
           (from === undefined || c.from === from) &&
           (status === undefined || c.status === status) &&
-          (parent === undefined || parent === '') &&
+          (parent === undefined || parent === '' || c.parentSid === parent) &&
           checks.every((check) => check(c)),
       )
       .sort((a, b) => b.createdAt - a.createdAt)
@@ -359,18 +389,21 @@ export class TwilioCalls {
 
   private newCall(init: {
     accountSid: string;
-    direction: 'outbound-api' | 'inbound';
+    direction: 'outbound-api' | 'inbound' | 'outbound-dial';
     from: string;
     to: string;
     params: TwilioSimForm;
     statusCallback: string | null;
     events: Set<string>;
     audio: FarEndAudio | undefined;
+    parentSid?: string;
   }): LiveCall {
     let resolveEnded: (status: TwilioSimCallStatus) => void = () => {};
     const ended = new Promise<TwilioSimCallStatus>((resolve) => (resolveEnded = resolve));
     const call: LiveCall = {
       ...init,
+      parentSid: init.parentSid ?? null,
+      dials: [],
       sid: twilioSid('CA'),
       status: 'queued',
       answeredBy: null,
@@ -488,12 +521,14 @@ export class TwilioCalls {
         case 'Redirect':
           this.answer(call);
           return this.runTwiml(call, { url: verb.text.trim() }, generation);
-        case 'Dial':
-          // Bridged elsewhere: the call stays up until someone hangs up.
+        case 'Dial': {
           this.answer(call);
           call.settle();
-          await call.ended;
-          return;
+          const next = await this.runDial(call, verb, generation);
+          // `action` answered with the call's next TwiML: it replaces what was left of this one.
+          if (next !== null) return this.runTwiml(call, { twiml: next }, generation);
+          break;
+        }
         case 'Pause':
           this.answer(call);
           call.settle();
@@ -506,6 +541,100 @@ export class TwilioCalls {
     }
     // When the document runs out the carrier hangs up.
     if (current()) this.finish(call, 'completed');
+  }
+
+  /**
+   * `<Dial><Number>`: places the child leg to the number (the scenario set for it), lets
+   * it ring (the caller hears ringback), and on answer reports it to `<Number
+   * statusCallback>`, fetches `<Number url>` and plays its `<Say>` to the answerer only,
+   * then bridges the two until one hangs up. Resolves with the TwiML `action` answered
+   * once the dial ended (null without `action`, or when the call itself is over).
+   */
+  private async runDial(call: LiveCall, verb: TwimlNode, generation: number): Promise<string | null> {
+    const number = verb.children.find((c) => c.name === 'Number');
+    const to = (number?.text ?? verb.text).trim();
+    const scenario = this.scenarios.get(to) ?? { name: 'answer' };
+    const timeoutMs = Number(verb.attrs.timeout ?? '30') * 1000;
+    const childEvents = (number?.attrs.statusCallbackEvent ?? '').split(/\s+/).filter((e) => CALL_EVENTS.has(e));
+    const child = this.newCall({
+      accountSid: call.accountSid,
+      direction: 'outbound-dial',
+      // The dialed number sees the caller's number (no callerId attribute).
+      from: call.direction === 'inbound' ? call.from : call.to,
+      to,
+      params: {},
+      statusCallback: number?.attrs.statusCallback ?? null,
+      events: new Set(childEvents),
+      audio: scenario.audio,
+      parentSid: call.sid,
+    });
+    const dial: LiveDial = { to, childSid: child.sid, startedAt: this.clock.now(), callerHears: 'ringback', whisper: [], answeredAt: null, bridgedAt: null, dialCallStatus: null };
+    call.dials.push(dial);
+    const current = () => call.generation === generation && !call.finished;
+    child.startedAt = this.clock.now();
+    child.status = 'ringing';
+    this.progress(child, 'ringing', 'ringing');
+
+    let status: string;
+    const ringMs = Math.min(scenario.ringMs ?? this.stepMs, timeoutMs);
+    if (!(await this.sleep(call, ringMs)) || !current()) {
+      this.finish(child, 'canceled');
+      dial.callerHears = 'over';
+      return null;
+    }
+    if (scenario.name === 'busy' || scenario.name === 'failed' || scenario.name === 'no-answer') {
+      status = scenario.name;
+      this.finish(child, scenario.name);
+    } else if (scenario.name === 'decline' || scenario.name === 'reject') {
+      // The person declines the call: the carrier reports the leg busy.
+      status = 'busy';
+      this.finish(child, 'busy');
+    } else {
+      this.answer(child);
+      dial.answeredAt = this.clock.now();
+      this.progress(child, 'answered', 'in-progress');
+      await child.chain;
+      const url = number?.attrs.url;
+      if (url && current() && !child.finished) {
+        // The whisper: the answerer's TwiML, heard by the answerer only, before the bridge.
+        const hook = await this.post(child, 'voice', url, { ...this.baseParams(child), ParentCallSid: call.sid, CallStatus: 'in-progress' });
+        const verbs = hook.status === 200 ? readTwiml(hook.body) : null;
+        if (verbs === null) this.errors.push(`${child.sid}: whisper url ${url} answered ${hook.status ?? hook.error}`);
+        for (const v of verbs ?? []) {
+          if (v.name === 'Say') dial.whisper.push(v.text.trim());
+          if (v.name === 'Hangup') this.finish(child, 'completed');
+        }
+        // Speaking takes time (about 60 ms a word here, faster than life).
+        const words = dial.whisper.join(' ').split(/\s+/).filter(Boolean).length;
+        await this.sleep(child, Math.min(3_000, words * 60));
+      }
+      if (current() && !child.finished) {
+        dial.bridgedAt = this.clock.now();
+        dial.callerHears = 'bridged';
+        // Bridged: the two talk until one of them hangs up.
+        await Promise.race([child.ended, call.ended]);
+      }
+      status = 'completed';
+      if (!child.finished) this.finish(child, 'completed');
+    }
+    dial.callerHears = 'over';
+    dial.dialCallStatus = status;
+    const action = verb.attrs.action;
+    if (!action || !current()) return null;
+    const talked = dial.bridgedAt === null ? 0 : Math.round((this.clock.now() - dial.bridgedAt) / 1000);
+    const hook = await this.post(call, 'voice', action, {
+      ...this.baseParams(call),
+      CallStatus: call.status,
+      DialCallStatus: status,
+      DialCallSid: child.sid,
+      DialCallDuration: String(talked),
+    });
+    if (!current()) return null;
+    if (hook.status === null || hook.status < 200 || hook.status > 299) {
+      this.errors.push(`${call.sid}: dial action ${action} answered ${hook.status ?? hook.error}`);
+      return null;
+    }
+    return hook.body;
   }
 
   // Opens the stream and waits until it closes; the service closing it moves on to the next verb.
@@ -551,6 +680,11 @@ export class TwilioCalls {
   private finish(call: LiveCall, status: TwilioSimCallStatus): void {
     if (call.finished) return;
     call.finished = true;
+    // A call's `<Dial>` leg ends with it.
+    for (const dial of call.dials) {
+      const child = this.live.get(dial.childSid);
+      if (child && !child.finished) this.finish(child, child.answeredAt === null ? 'canceled' : 'completed');
+    }
     call.generation++;
     call.status = status;
     call.endedAt = this.clock.now();
@@ -604,6 +738,7 @@ export class TwilioCalls {
       Direction: call.direction,
       From: call.from,
       To: call.to,
+      ...(call.parentSid ? { ParentCallSid: call.parentSid } : {}),
     };
   }
 
@@ -658,7 +793,7 @@ function renderCall(call: TwilioSimCall): Record<string, unknown> {
     sid: call.sid,
     date_created: rfc2822(call.createdAt),
     date_updated: rfc2822(call.endedAt ?? call.answeredAt ?? call.createdAt),
-    parent_call_sid: null,
+    parent_call_sid: call.parentSid,
     account_sid: call.accountSid,
     to: call.to,
     to_formatted: call.to,

@@ -36,7 +36,8 @@ export class TwilioWebhookSender {
    * (e.g. http://127.0.0.1:4321); wss:// URLs follow as ws:// (wss:// for an https local base).
    */
   route(publicBaseUrl: string, localBaseUrl: string): void {
-    this.mappings.push({ from: new URL(publicBaseUrl), to: new URL(localBaseUrl) });
+    // The latest route of a host wins: a test re-points the carrier at a restarted service.
+    this.mappings.unshift({ from: new URL(publicBaseUrl), to: new URL(localBaseUrl) });
   }
 
   /** Where a request for `url` really goes. */

@@ -4,6 +4,8 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { createDtmfDetector, DTMF_KEYS, generateDtmf } from './dtmf.ts';
 import { decodeMulaw, encodeMulaw } from './mulaw.ts';
+import { loadSpeechFixture, SPEECH_FIXTURE_SLUGS } from '../../test/fixtures/speech/speech.ts';
+import { concatMulaw, speechOnLineMulaw } from '../../test/fixtures/speech/noise.ts';
 
 const silence = (ms: number) => new Int16Array(ms * 8);
 
@@ -88,6 +90,19 @@ describe('DTMF detector', () => {
       }),
       { numRuns: 100 },
     );
+  });
+
+  // Real speech (espeak-ng) carries strong harmonics across the DTMF bands; the twist,
+  // dominance, tone-share and duration checks must keep it from ever reading as a key.
+  it.each(SPEECH_FIXTURE_SLUGS)('detects nothing in the speech fixture %s, clean and on a noisy line', (slug) => {
+    const speech = loadSpeechFixture(slug);
+    expect(detect(decodeMulaw(speech))).toEqual([]);
+    expect(detect(decodeMulaw(speechOnLineMulaw(speech)))).toEqual([]);
+  });
+
+  it('finds a key pressed between two sentences of speech', () => {
+    const line = concatMulaw(loadSpeechFixture('book-table'), encodeMulaw(generateDtmf('6', 80)), loadSpeechFixture('okay'));
+    expect(detect(decodeMulaw(line))).toEqual(['6']);
   });
 
   it('needs a gap before a new press: a key sliding into another counts once', () => {

@@ -70,6 +70,40 @@ export interface TelnyxAnswerParams {
 
 export type TelnyxRejectCause = 'CALL_REJECTED' | 'USER_BUSY';
 
+/** `actions/transfer`: hands the call to `to` (carrier default caller id when `from` is absent). */
+export interface TelnyxTransferParams {
+  to: string;
+  from?: string;
+  command_id: string;
+  /** Seconds the new leg rings (carrier default 30). */
+  timeout_secs?: number;
+  /** Where the new leg's events go. */
+  webhook_url?: string;
+  /** Base64; echoed in the new leg's events (UNCONFIRMED whether the carrier also puts it on this leg's later events). */
+  client_state?: string;
+}
+
+/** `POST /v2/calls` for a leg without a media stream (a warm transfer's target). */
+export interface TelnyxLegParams {
+  connection_id: string;
+  to: string;
+  from: string;
+  webhook_url: string;
+  client_state: string;
+  command_id: string;
+  timeout_secs: number;
+  time_limit_secs?: number;
+}
+
+/** `actions/speak`: the carrier's text-to-speech on one leg only. */
+export interface TelnyxSpeakParams {
+  payload: string;
+  /** `male`, `female` or a provider voice such as `Polly.Joanna`. */
+  voice: string;
+  language?: string;
+  command_id: string;
+}
+
 /** `GET /v2/calls/{id}`: the fields the service relies on, the rest as sent. */
 export interface TelnyxCallStatus extends TelnyxCallIds {
   is_alive: boolean;
@@ -105,6 +139,16 @@ export interface TelnyxRest {
   answer(callControlId: string, params: TelnyxAnswerParams): Promise<void>;
   /** Refuses an incoming call before it is answered. */
   reject(callControlId: string, cause: TelnyxRejectCause): Promise<void>;
+  /** Hands the call to another number; this service has no part in it afterwards. */
+  transfer(callControlId: string, params: TelnyxTransferParams): Promise<void>;
+  /** Places a leg without a media stream (a warm transfer's target); events follow at `webhook_url`. */
+  dialLeg(params: TelnyxLegParams): Promise<TelnyxCallIds>;
+  /** Speaks on one leg; call.speak.started / call.speak.ended follow. */
+  speak(callControlId: string, params: TelnyxSpeakParams): Promise<void>;
+  /** Joins two live legs; call.bridged follows on each. */
+  bridge(callControlId: string, params: { call_control_id: string; command_id: string }): Promise<void>;
+  /** Stops the call's media stream; the call goes on. */
+  streamingStop(callControlId: string, params: { command_id: string }): Promise<void>;
   /** Ends the call. A call already over is a CarrierRequestError 422 code "90018". */
   hangup(callControlId: string, params: { command_id: string }): Promise<void>;
   /** The call's status; the carrier keeps it about 10 minutes after the end, then 404. */
@@ -218,6 +262,15 @@ export function createTelnyxRest(opts: TelnyxRestOptions): TelnyxRest {
 
     answer: (id, params) => command(id, 'answer', params),
     reject: (id, cause) => command(id, 'reject', { cause }),
+    transfer: (id, params) => command(id, 'transfer', params),
+    async dialLeg(params) {
+      const data = await request('POST', '/v2/calls', params);
+      if (!isCallIds(data)) throw new CarrierUnreachableError('telnyx', 'telnyx dial answered without call ids', 200);
+      return { call_control_id: data.call_control_id, call_leg_id: data.call_leg_id, call_session_id: data.call_session_id };
+    },
+    speak: (id, params) => command(id, 'speak', params),
+    bridge: (id, params) => command(id, 'bridge', params),
+    streamingStop: (id, params) => command(id, 'streaming_stop', params),
     hangup: (id, params) => command(id, 'hangup', params),
 
     async getCall(id) {

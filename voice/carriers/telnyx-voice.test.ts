@@ -21,7 +21,8 @@ import {
   telnyxEventsUrl,
   telnyxMediaUrl,
 } from './telnyx-voice.ts';
-import type { CarrierWebhook, DialRequest } from './voice.ts';
+import type { DialRequest } from './voice.ts';
+import type { TelnyxWebhook } from './telnyx-transfer-state.ts';
 
 let sim: TelnyxSim;
 let receiver: TelnyxReceiver;
@@ -73,7 +74,7 @@ function dialRequest(acct: Account, over: Partial<DialRequest> = {}): DialReques
 }
 
 /** Every webhook that reached the token so far: each must verify, then is parsed. */
-function parsed(acct: Account): CarrierWebhook[] {
+function parsed(acct: Account): TelnyxWebhook[] {
   const now = Math.floor(Date.now() / 1000);
   return receiver.events
     .filter((e) => e.token === acct.eventsToken)
@@ -543,8 +544,17 @@ describe('parseTelnyxWebhook', () => {
     expect(decodeClientState(encodeClientState(id))).toBe(id);
   });
 
+  it('turns call.dtmf.received into the call\'s DTMF event (keys only)', () => {
+    const dtmf = (digit: unknown) => parseTelnyxWebhook(envelope('call.dtmf.received', { ...base, client_state: encodeClientState(id), digit }), 7);
+    expect(dtmf('5')).toEqual({ kind: 'event', callId: id, carrierCallId: 'v3:cc', event: { type: 'DTMF', at: 7, digit: '5' } });
+    expect(dtmf('#')).toMatchObject({ event: { digit: '#' } });
+    expect(dtmf('a')).toMatchObject({ event: { digit: 'A' } });
+    for (const bad of ['E', '12', '', null, 3]) expect(dtmf(bad)).toMatchObject({ kind: 'ignored' });
+  });
+
   it('ignores streaming events, other events, and anything malformed, without throwing', () => {
-    for (const type of ['streaming.started', 'streaming.stopped', 'streaming.failed', 'call.dtmf.received', 'call.bridged', 'message.received']) {
+    // (call.bridged is a transfer's handoff: transfer-webhooks.test.ts.)
+    for (const type of ['streaming.started', 'streaming.stopped', 'streaming.failed', 'call.speak.started', 'message.received']) {
       expect(parseTelnyxWebhook(envelope(type, base), 7)).toMatchObject({ kind: 'ignored' });
     }
     const malformed = [

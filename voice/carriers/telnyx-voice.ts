@@ -5,7 +5,7 @@
 // when the number has no events token (a data bug, not a carrier answer).
 //
 // For `POST /carrier/telnyx/events/{token}` (with verifyTelnyx, telnyx-signature.ts):
-// - parseTelnyxWebhook(rawBody as string or bytes, clock()) → CarrierWebhook. Never
+// - parseTelnyxWebhook(rawBody as string or bytes, clock()) → TelnyxWebhook. Never
 //   throws: a body that is not a v2 envelope is `ignored` with a reason starting
 //   "malformed"; streaming.* events are ignored (the media websocket reports the stream).
 //   The route parses before it verifies, only to learn which number the event names (its
@@ -17,8 +17,9 @@
 //   bidirectional μ-law stream to ws(s)://…/carrier/telnyx/media?token=<mediaToken> (the
 //   websocket finds its call by the `token` query parameter), and client_state = callId
 //   so every later event names the call; or
-//   rejectBusy(carrierCallId): refuses with USER_BUSY (the caller hears busy).
-//   Both treat a call that already ended (422 "90018") as done.
+//   rejectBusy(carrierCallId): refuses with USER_BUSY (the caller hears busy); or, as the
+//   pre-call gate decides, rejectCall (CALL_REJECTED) or transfer(carrierCallId, to, commandId).
+//   All treat a call that already ended (422 "90018") as done.
 //
 // Decisions: hangup() counts 422 "90018" (already ended) and 404 (the carrier no longer
 // knows the id) as success. fetchStatus(): is_alive true → 'active'; gone (is_alive
@@ -45,6 +46,7 @@ import { DEFAULT_CARRIER_TIMEOUT_MS } from './carrier-http.ts';
 import { CarrierRequestError, classifyDialError } from './errors.ts';
 import { createTelnyxRest, type TelnyxRest } from './telnyx-rest.ts';
 import type { CarrierCallInfo, CarrierCallStatus, CarrierVoice, CarrierWebhook, DialedCall, DialLookup, DialRequest } from './voice.ts';
+import { decodeTransferState, type TelnyxLegStep, type TelnyxWebhook } from './telnyx-transfer-state.ts';
 
 export interface TelnyxVoiceOptions {
   /** TELNYX_API_BASE: the host root (a trailing /v2 is accepted). */
@@ -80,6 +82,13 @@ export interface AnswerStreamRequest {
 export interface TelnyxVoice extends CarrierVoice {
   answerWithStream(carrierCallId: string, req: AnswerStreamRequest): Promise<void>;
   rejectBusy(carrierCallId: string): Promise<void>;
+  /** Refuses an incoming call unanswered with CALL_REJECTED (the pre-call gate's `reject`). */
+  rejectCall(carrierCallId: string): Promise<void>;
+  /**
+   * Hands the call to `to` with the carrier's `transfer` command (the pre-call gate's
+   * `transfer`, before any answer); `commandId` makes a repeat harmless.
+   */
+  transfer(carrierCallId: string, to: string, commandId: string): Promise<void>;
 }
 
 export function createTelnyxVoice(opts: TelnyxVoiceOptions): TelnyxVoice {
@@ -170,6 +179,14 @@ export function createTelnyxVoice(opts: TelnyxVoiceOptions): TelnyxVoice {
 
     async rejectBusy(carrierCallId) {
       await ignoreGone(rest.reject(carrierCallId, 'USER_BUSY'), false);
+    },
+
+    async rejectCall(carrierCallId) {
+      await ignoreGone(rest.reject(carrierCallId, 'CALL_REJECTED'), false);
+    },
+
+    async transfer(carrierCallId, to, commandId) {
+      await ignoreGone(rest.transfer(carrierCallId, { to, command_id: commandId }), false);
     },
   };
 }
@@ -267,10 +284,33 @@ const incomingSchema = callPayloadSchema.extend({ from: z.string().min(1), to: z
 
 const optionalString = z.string().nullish().catch(null);
 
-const HANDLED = new Set(['call.initiated', 'call.answered', 'call.hangup', 'call.machine.detection.ended', 'call.machine.premium.detection.ended']);
+const HANDLED = new Set([
+  'call.initiated',
+  'call.answered',
+  'call.hangup',
+  'call.machine.detection.ended',
+  'call.machine.premium.detection.ended',
+  // Transfers (telnyx-transfer-state.ts): the bridge, and the whisper spoken on the target's leg.
+  'call.bridged',
+  'call.speak.ended',
+  // A key the caller pressed (the media stream may report it too; the conversation keeps one).
+  'call.dtmf.received',
+]);
 
-/** A verified carrier B webhook body → what the service acts on. `at` is the receive time (epoch ms). */
-export function parseTelnyxWebhook(rawJson: string | Uint8Array, at: number): CarrierWebhook {
+const LEG_STEPS: Readonly<Record<string, TelnyxLegStep>> = {
+  'call.initiated': 'initiated',
+  'call.answered': 'answered',
+  'call.bridged': 'bridged',
+  'call.speak.ended': 'speak-ended',
+  'call.hangup': 'hangup',
+};
+
+/**
+ * A verified carrier B webhook body → what the service acts on. `at` is the receive time
+ * (epoch ms). Events of a transfer's target leg (its client_state names the call and the
+ * attempt) and the caller leg's call.bridged are `transfer` steps (telnyx-transfer-state.ts).
+ */
+export function parseTelnyxWebhook(rawJson: string | Uint8Array, at: number): TelnyxWebhook {
   let json: unknown;
   try {
     json = JSON.parse(typeof rawJson === 'string' ? rawJson : Buffer.from(rawJson.buffer, rawJson.byteOffset, rawJson.byteLength).toString('utf8'));
@@ -288,7 +328,16 @@ export function parseTelnyxWebhook(rawJson: string | Uint8Array, at: number): Ca
   const call = callPayloadSchema.safeParse(p);
   if (!call.success) return { kind: 'ignored', reason: `malformed: ${type} without call_control_id` };
   const carrierCallId = call.data.call_control_id;
+  const leg = decodeTransferState(call.data.client_state);
+  if (leg !== null) {
+    const step = ownValue(LEG_STEPS, type);
+    if (step === undefined) return { kind: 'ignored', reason: `${type} of a transfer leg: not acted on` };
+    const cause = type === 'call.hangup' ? (optionalString.parse(p.hangup_cause) ?? '') : null;
+    return { kind: 'transfer', callId: leg.callId, attempt: leg.attempt, carrierCallId, step, cause };
+  }
   const callId = decodeClientState(call.data.client_state);
+  if (type === 'call.bridged') return { kind: 'transfer', callId, attempt: null, carrierCallId, step: 'bridged', cause: null };
+  if (type === 'call.speak.ended') return { kind: 'ignored', reason: 'call.speak.ended of a call that is not a transfer leg' };
   const event = (e: CallEvent): CarrierWebhook => ({ kind: 'event', callId, carrierCallId, event: e });
 
   switch (type) {
@@ -304,6 +353,10 @@ export function parseTelnyxWebhook(rawJson: string | Uint8Array, at: number): Ca
     }
     case 'call.answered':
       return event({ type: 'CARRIER.ANSWERED', at, carrierCallId });
+    case 'call.dtmf.received': {
+      const digit = (optionalString.parse(p.digit) ?? '').toUpperCase();
+      return /^[0-9A-D*#]$/.test(digit) ? event({ type: 'DTMF', at, digit }) : { kind: 'ignored', reason: 'malformed: call.dtmf.received without a key' };
+    }
     case 'call.hangup': {
       const cause = optionalString.parse(p.hangup_cause) ?? '';
       const source = optionalString.parse(p.hangup_source);

@@ -84,6 +84,8 @@ export interface TwilioCallFilter {
   Status?: string;
   /** Sent as `StartTime>=YYYY-MM-DD` (UTC day): calls that started on or after that midnight. */
   StartedOnOrAfter?: string;
+  /** The calls a call's `<Dial>` placed (its child legs). */
+  ParentCallSid?: string;
 }
 
 /** Form parameters; an array repeats the key (e.g. StatusCallbackEvent). */
@@ -105,6 +107,11 @@ export interface TwilioRest {
    * carrier no longer has answers 404 with code 20404, thrown as a CarrierRequestError.
    */
   updateCall(callSid: string, update: { Status: 'completed' | 'canceled' }): Promise<TwilioCall>;
+  /**
+   * Replaces the live call's TwiML (a transfer's `<Dial>`): the running document, and
+   * its media stream, end first. A call not in progress is refused (code 21220).
+   */
+  updateCall(callSid: string, update: { Twiml: string }): Promise<TwilioCall>;
   fetchCall(callSid: string): Promise<TwilioCall>;
   /**
    * Every call matching the filter, following `next_page_uri` (at most `maxPages` pages of
@@ -186,8 +193,8 @@ export function createTwilioRest(opts: TwilioRestOptions): TwilioRest {
       return asCall(body, 'call creation');
     },
 
-    async updateCall(callSid, update) {
-      const body = await request('POST', `/Calls/${encodeURIComponent(callSid)}.json`, { Status: update.Status });
+    async updateCall(callSid: string, update: { Status: 'completed' | 'canceled' } | { Twiml: string }) {
+      const body = await request('POST', `/Calls/${encodeURIComponent(callSid)}.json`, 'Twiml' in update ? { Twiml: update.Twiml } : { Status: update.Status });
       return asCall(body, 'call update');
     },
 
@@ -201,6 +208,7 @@ export function createTwilioRest(opts: TwilioRestOptions): TwilioRest {
         To: filter.To,
         From: filter.From,
         Status: filter.Status,
+        ParentCallSid: filter.ParentCallSid,
         // The carrier's inequality filters are the parameter name plus `>`/`<`: `StartTime>=…`.
         'StartTime>': filter.StartedOnOrAfter,
         PageSize: String(listOpts.pageSize ?? 1000),

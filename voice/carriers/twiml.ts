@@ -1,5 +1,5 @@
-// The three TwiML documents the service answers carrier A's voice webhook with
-// (carriers.md §3): connect the call to our media websocket, refuse it, or hang up.
+// The TwiML documents the service answers carrier A's voice webhook with (carriers.md
+// §3): connect the call to our media websocket, refuse it, hang up, or dial a number.
 // Each returns a whole document, to send with `content-type: text/xml`. Every value
 // is XML-escaped, so URLs and parameter values may hold any characters.
 
@@ -28,6 +28,53 @@ export function reject(reason: 'busy' | 'rejected' = 'rejected'): string {
 /** Ends a call; as an answer to an incoming call it is answered first (and billed). */
 export function hangup(): string {
   return `${DECLARATION}<Response><Hangup/></Response>`;
+}
+
+/** What a mid-call transfer adds to `<Dial>` (carriers.md §3): the service hears how it went. */
+export interface DialOptions {
+  /** POSTed with `DialCallStatus` when the dial ends; its answer is the call's next TwiML. */
+  action?: string;
+  /** Seconds the number rings before the dial ends `no-answer`. */
+  timeout?: number;
+  /** The number's leg reports its answer here (`statusCallbackEvent="answered"`). */
+  statusCallback?: string;
+  /** Fetched when the number answers: its TwiML (the whisper) plays to the answerer only, before the two are connected. */
+  whisperUrl?: string;
+}
+
+/**
+ * Hands the call to another number (a cold transfer): the carrier answers and dials
+ * `number` (E.164) with the caller's own caller id; the service has no part in the call
+ * afterwards. Used for the pre-call gate's `transfer` (no options) and, with options,
+ * for the agent's transfers during a call (actors/transfer-effects.ts).
+ */
+export function dialNumber(number: string, opts: DialOptions = {}): string {
+  const dial = attrs({ action: opts.action, method: opts.action ? 'POST' : undefined, timeout: opts.timeout?.toString() });
+  const noun = attrs({
+    url: opts.whisperUrl,
+    method: opts.whisperUrl ? 'POST' : undefined,
+    statusCallback: opts.statusCallback,
+    statusCallbackEvent: opts.statusCallback ? 'answered' : undefined,
+    statusCallbackMethod: opts.statusCallback ? 'POST' : undefined,
+  });
+  return `${DECLARATION}<Response><Dial${dial}><Number${noun}>${escapeXml(number)}</Number></Dial></Response>`;
+}
+
+/** Speaks `text` with the carrier's voice (the whisper a transfer's target hears), then ends the document. */
+export function say(text: string): string {
+  return `${DECLARATION}<Response><Say>${escapeXml(text)}</Say></Response>`;
+}
+
+/** An empty document: the carrier goes on (after a whisper URL: the two parties are connected). */
+export function empty(): string {
+  return `${DECLARATION}<Response></Response>`;
+}
+
+function attrs(values: Record<string, string | undefined>): string {
+  return Object.entries(values)
+    .filter((e): e is [string, string] => e[1] !== undefined)
+    .map(([k, v]) => ` ${k}="${escapeXml(v)}"`)
+    .join('');
 }
 
 /** Escapes the five XML special characters, valid in both text and attribute values. */

@@ -4,6 +4,7 @@
 // context record for this number, and the engine's standing instructions. Pure: the
 // call's settings and the time come in as parameters.
 import type { AgentSettings } from '../../storage/agents.ts';
+import { lastCallLine } from '../analysis/caller-memory.ts';
 
 /** The caller's record for this number, as far as the prompt uses it. */
 export interface CallerFacts {
@@ -34,6 +35,8 @@ export interface PromptInput {
   direction: 'inbound' | 'outbound';
   /** Epoch ms: the call's start, so the model knows the date. */
   now: number;
+  /** Keypad input reaches the model on this call (dtmf_enabled, the number's setting first). */
+  keypad?: boolean;
 }
 
 /** response_length as a token budget (max_tokens) and an instruction. */
@@ -76,6 +79,12 @@ function formatterFor(zone: string): Intl.DateTimeFormat | null {
   return f;
 }
 
+/** A time as the agent's zone reads it (UTC when the zone is unknown). */
+function formatIn(ms: number, timezone: string | null): string {
+  const f = formatterFor(timezone ?? 'UTC') ?? formatterFor('UTC')!;
+  return f.format(ms);
+}
+
 function dateLine(now: number, timezone: string | null): string {
   let zone = timezone ?? 'UTC';
   let f = formatterFor(zone);
@@ -90,7 +99,9 @@ export function assemblePrompt(p: PromptInput): string {
   if (present(p.callPrompt)) parts.push(`## This call\n${p.direction === 'outbound' ? 'You placed this call. ' : ''}${p.callPrompt.trim()}`);
   const vars = Object.entries(p.recipientVars ?? {}).filter(([, v]) => present(v));
   if (vars.length > 0) parts.push(`## About the person you are calling\n${vars.map(([k, v]) => `- ${k}: ${v}`).join('\n')}`);
-  const facts = p.caller ? FACT_LABELS.filter(([k]) => present(p.caller![k])).map(([k, label]) => `- ${label}: ${p.caller![k]!.trim()}`) : [];
+  // last_call is the engine's JSON memory of the previous call: told as a sentence, its time in the agent's zone.
+  const factText = (k: keyof CallerFacts, v: string): string => (k === 'last_call' ? lastCallLine(v, (ms) => formatIn(ms, p.agent.timezone)) : v.trim());
+  const facts = p.caller ? FACT_LABELS.filter(([k]) => present(p.caller![k])).map(([k, label]) => `- ${label}: ${factText(k, p.caller![k]!)}`) : [];
   if (facts.length > 0) parts.push(`## What we know about the caller\n${facts.join('\n')}`);
   parts.push(`## How to talk on this call\n${standingInstructions(p).map((l) => `- ${l}`).join('\n')}`);
   return parts.join('\n\n');
@@ -112,6 +123,9 @@ function standingInstructions(p: PromptInput): string[] {
     a.func_end_call
       ? 'When the conversation is finished and the caller has said goodbye, say a short goodbye and call the end_call tool.'
       : 'Never end the call yourself; the caller hangs up.',
+    ...(p.keypad
+      ? ['The caller can type on their phone keypad; what they type reaches you as "The caller pressed … on the keypad." You may ask them to type numbers such as an account or order number, ending with the pound key.']
+      : []),
     dateLine(p.now, a.timezone),
   ];
   return lines;

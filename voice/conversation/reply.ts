@@ -5,7 +5,7 @@
 // already played (whole segments, and the played share of the current one, cut at a
 // word) are what the transcript keeps. It also times its parts for the turn latency.
 import { ProviderError, isAborted } from '../providers/errors.ts';
-import type { LlmClient, LlmMessage, LlmTool } from '../providers/llm.ts';
+import type { LlmClient, LlmMessage, LlmTool, LlmToolCall } from '../providers/llm.ts';
 import type { TtsClient, TtsUtterance, TtsVoice } from '../providers/tts.ts';
 import { createSegmentSplitter } from './sentences.ts';
 
@@ -42,7 +42,13 @@ export interface ReplyEvents {
   ended(heard: string, complete: boolean): void;
   failed(provider: 'llm' | 'tts', error: ProviderError): void;
   /** The model called a tool (end_call; later issues add more). */
-  toolCall(name: string, args: string): void;
+  toolCall(name: string, args: string, id: string): void;
+  /**
+   * Every tool call of the model's reply, once its stream has ended and before the
+   * reply can end (so a round of tools is known before the words that came with it
+   * have played).
+   */
+  toolCalls?(calls: LlmToolCall[]): void;
 }
 
 export interface ReplyHandle {
@@ -162,6 +168,7 @@ export function startReply(id: number, source: ReplySource, deps: ReplyDeps, eve
 
   async function runModel(src: Extract<ReplySource, { kind: 'model' }>): Promise<void> {
     const splitter = createSegmentSplitter();
+    const calls: LlmToolCall[] = [];
     try {
       for await (const chunk of deps.llm.stream({
         messages: src.messages,
@@ -176,9 +183,12 @@ export function startReply(id: number, source: ReplySource, deps: ReplyDeps, eve
           for (const seg of splitter.push(chunk.text)) push(seg);
         } else if (chunk.type === 'tool_call') {
           timings.llmFirstTokenAt ??= now();
-          events.toolCall(chunk.call.name, chunk.call.arguments);
+          calls.push(chunk.call);
+          events.toolCall(chunk.call.name, chunk.call.arguments, chunk.call.id);
         }
       }
+      if (finished) return;
+      if (calls.length > 0) events.toolCalls?.(calls);
       if (finished) return;
       for (const seg of splitter.flush()) push(seg);
       utterance.end();
