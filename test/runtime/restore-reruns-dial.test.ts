@@ -27,12 +27,17 @@ interface Durable {
   dialIntentsSent: number;
 }
 
-/** What the service had committed for the account's newest unfinished call. */
-function durableAt(dbFile: string, accountId: string): Durable {
+/**
+ * What the service had committed for the call to `to` (not the account's newest
+ * snapshot: the call that freed the slot may still be writing its post-call state).
+ */
+function durableAt(dbFile: string, accountId: string, to: string): Durable {
   const db = new Database(dbFile, { readonly: true });
   try {
-    const snap = db.prepare('SELECT snapshot FROM actor_snapshots WHERE account_id = ? AND done = 0 ORDER BY updated_at DESC LIMIT 1').get(accountId) as { snapshot: string } | undefined;
-    const sent = countOr0(db, "SELECT COUNT(*) AS n FROM effect_intents WHERE account_id = ? AND effect = 'dial' AND sent_at IS NOT NULL", accountId);
+    const snap = db
+      .prepare('SELECT s.actor_id, s.snapshot FROM actor_snapshots s JOIN calls c ON s.actor_id IN (c.call_id, c.internal_id) WHERE s.account_id = ? AND c.to_number = ?')
+      .get(accountId, to) as { actor_id: string; snapshot: string } | undefined;
+    const sent = countOr0(db, "SELECT COUNT(*) AS n FROM effect_intents WHERE account_id = ? AND actor_id = ? AND effect = 'dial' AND sent_at IS NOT NULL", accountId, snap?.actor_id ?? '');
     return { snapshot: snap ? JSON.parse(snap.snapshot).value : null, dialIntentsSent: sent };
   } finally {
     db.close();
@@ -40,12 +45,12 @@ function durableAt(dbFile: string, accountId: string): Durable {
 }
 
 /** A fault for the next dial matching `is`: answered `delayMs` late; records what was durable when it arrived. */
-function slowDial(is: (r: RecordedRequest<any>) => boolean, record: (d: Durable) => void, dbFile: string, accountId: string, delayMs = 8000) {
+function slowDial(to: string, is: (r: RecordedRequest<any>) => boolean, record: (d: Durable) => void, dbFile: string, accountId: string, delayMs = 8000) {
   return {
     delayMs,
     match: (r: RecordedRequest<any>) => {
       if (!is(r)) return false;
-      record(durableAt(dbFile, accountId));
+      record(durableAt(dbFile, accountId, to));
       return true;
     },
   };
@@ -66,7 +71,7 @@ it('carrier A: SIGKILL mid-dial of a call that waited in its queue; after the re
   expect(queued.status).toBe('queued');
 
   let seen: Durable | null = null;
-  sims.twilio.fail(slowDial((r) => r.method === 'POST' && r.path.endsWith('/Calls.json') && r.body['To'] === to, (d) => (seen = d), rig.dbFile, a.accountId));
+  sims.twilio.fail(slowDial(to, (r) => r.method === 'POST' && r.path.endsWith('/Calls.json') && r.body['To'] === to, (d) => (seen = d), rig.dbFile, a.accountId));
   await sims.twilio.hangup(first.call_id); // the slot frees: the queued call is dialed
   await eventually(() => (twilioDials(sims, to) === 1 ? true : undefined), 5000, 'the dial is in flight');
   // The dialing snapshot and its sent dial intent were durable before the request left.
@@ -114,7 +119,7 @@ it('carrier B: a call restored mid-dial is sent again with its command_id inside
   /** Dials `to` with a slow answer and the carrier's callbacks lost; stops the service mid-dial. */
   const dialThenStop = async (to: string) => {
     let seen: Durable | null = null;
-    sims.telnyx.fail(slowDial((r) => r.method === 'POST' && r.path === '/v2/calls' && r.body?.to === to, (d) => (seen = d), dbFile, c.accountId));
+    sims.telnyx.fail(slowDial(to, (r) => r.method === 'POST' && r.path === '/v2/calls' && r.body?.to === to, (d) => (seen = d), dbFile, c.accountId));
     proxy.drop = () => true;
     // The client's request is left to die with the service (an in-process stop does not close its socket).
     void server!.request('POST', '/v1/calls/outbound', { key: c.key, body: { agent_id: c.agentId, to_number: to, prompt: 'hi' } }).catch(() => null);
