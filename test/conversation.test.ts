@@ -67,14 +67,18 @@ describe.each<Provider>(['twilio', 'telnyx'])('a conversation on carrier %s', (p
     await agentSpeaks(far, far.heardBytes());
 
     // Turn 3: a backchannel over the agent does not interrupt it.
-    stack.llm.reply({ text: 'Perfect. I have noted a table for two tomorrow at eight in the evening under your name, and we look forward to seeing you.' });
+    const CONFIRMATION = 'Perfect. I have noted a table for two tomorrow at eight in the evening under your name, and we look forward to seeing you.';
+    stack.llm.reply({ text: CONFIRMATION });
     const before3 = far.heardBytes();
     await far.say('book-table');
     await eventually(() => (far.heardBytes() > before3 + 8 * 800 ? true : undefined), 10_000, 'the confirmation to start');
     const clears3 = far.clears();
     const llmCount = stack.llm.requests.length;
     await far.say('uh-huh');
-    await agentSpeaks(far, far.heardBytes(), 15_000);
+    // The whole confirmation reaches the live transcript once it has played (a cut one would
+    // be a prefix): waiting for it, not for a pause in the audio, keeps a stalled test
+    // process from saying goodbye over the agent.
+    await recordWhere(stack, c, far.id, (r) => typeof r.transcript === 'string' && r.transcript.endsWith(`Agent: ${CONFIRMATION}`), 20_000, 'the confirmation played whole');
     expect(far.clears()).toBe(clears3);
     expect(stack.llm.requests.length).toBe(llmCount);
 

@@ -99,15 +99,22 @@ export async function newCustomer(stack: CallStack, provider: Provider, agent: R
 }
 
 /** Retries `probe` until it returns something other than undefined. */
-export async function eventually<T>(probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 8000, what = 'condition'): Promise<T> {
+export async function eventually<T>(probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 8000, what = 'condition', intervalMs = 25): Promise<T> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const v = await probe();
     if (v !== undefined) return v;
     if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
+    await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
+
+/**
+ * How often the helpers below poll the API: under the default read limit (600 a minute
+ * per key), so a long wait is not itself throttled. Polling every 25 ms, a minute-long
+ * wait spent most of its second half answered 429 and saw the change up to 40 s late.
+ */
+export const API_POLL_MS = 150;
 
 export const getCall = (server: TestServer, key: string, id: string): Promise<TestResponse> =>
   server.request('GET', `/v1/calls/${encodeURIComponent(id)}`, { key });
@@ -121,7 +128,7 @@ export async function callReaches(server: TestServer, key: string, id: string, s
       const res = await getCall(server, key, id);
       last = res.text;
       return res.status === 200 && want(res.body.call_status) ? res.body : undefined;
-    }, timeoutMs, `call ${id}`);
+    }, timeoutMs, `call ${id}`, API_POLL_MS);
   } catch (err) {
     throw new Error(`${(err as Error).message}; last answer: ${last}`);
   }

@@ -3,7 +3,7 @@
 // MEDIA_ENGINE=agent pointed at all of them, and a far end that speaks real speech
 // fixtures (espeak-ng) into the call and hears what the agent plays back.
 import { nextNumber } from './fixtures.ts';
-import { eventually, getCall, startCallStack, type CallStack, type Customer, type Provider } from './calls.ts';
+import { API_POLL_MS, eventually, getCall, startCallStack, type CallStack, type Customer, type Provider } from './calls.ts';
 import type { StartOptions } from '../../server.ts';
 import { startLlmSim, type LlmSim, type LlmSimOptions } from '../sim/llm-sim.ts';
 import { startDeepgramSim, type DeepgramSim } from '../sim/deepgram-sim.ts';
@@ -136,7 +136,7 @@ export function recordWhere(stack: CallStack, c: Customer, id: string, probe: (r
   return eventually(async () => {
     const res = await getCall(stack.server, c.key, id);
     return res.status === 200 && probe(res.body) ? res.body : undefined;
-  }, timeoutMs, what);
+  }, timeoutMs, what, API_POLL_MS);
 }
 
 export type { Provider };
