@@ -27,7 +27,18 @@ let dataDir: string;
 let port: number;
 let service: ServiceProcess | null = null;
 
+/** Stops the running service, if any: the tests share one port and one data directory. */
+async function stop(): Promise<void> {
+  if (!service) return;
+  service.child.kill('SIGTERM');
+  await service.exited;
+  service = null;
+}
+
 async function start(): Promise<TestServer> {
+  // A test's last service is still running when the next test starts: two services on one
+  // port and one database would share the callbacks and the outbox.
+  await stop();
   service = await startServiceProcess({
     ...sims.env,
     DATA_DIR: dataDir,
@@ -56,10 +67,7 @@ beforeAll(async () => {
   sims.telnyx.redirect(PUBLIC_BASE, `http://127.0.0.1:${port}`);
 }, 30_000);
 afterAll(async () => {
-  if (service) {
-    service.child.kill('SIGTERM');
-    await service.exited;
-  }
+  await stop();
   await sims?.close();
   await crm?.close();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
