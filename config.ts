@@ -63,6 +63,10 @@ const envSchema = z.object({
     .regex(/^\d+(,\d+)*$/, 'must be comma-separated whole numbers of milliseconds, e.g. 100,200')
     .transform((v) => v.split(',').map(Number))
     .optional(),
+  // Call recordings are deleted this many days after they were saved (api.md: 90), by a
+  // sweep of the calls table at start and every RECORDING_SWEEP_INTERVAL_MS.
+  RECORDING_RETENTION_DAYS: int(1, 36_500).default(90),
+  RECORDING_SWEEP_INTERVAL_MS: int(100, 86_400_000).default(3_600_000),
   RATE_LIMIT_READS_PER_MIN: int(1, 100_000_000).default(600),
   RATE_LIMIT_WRITES_PER_MIN: int(1, 100_000_000).default(120),
   KEY_CREATION_PER_HOUR_PER_IP: int(1, 100_000_000).default(10),
@@ -100,6 +104,7 @@ export interface Config {
   secretsKeyHex: string | undefined;
   allowPrivateNetworkTargets: boolean;
   schedulerIntervalMs: number;
+  recordings: { retentionDays: number; sweepIntervalMs: number };
   callStartedDelayMs: number;
   webhooks: {
     /** The whole exchange of one delivery attempt. */
@@ -160,6 +165,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     secretsKeyHex: e.SECRETS_KEY,
     allowPrivateNetworkTargets: e.ALLOW_PRIVATE_NETWORK_TARGETS,
     schedulerIntervalMs: e.SCHEDULER_INTERVAL_MS,
+    recordings: { retentionDays: e.RECORDING_RETENTION_DAYS, sweepIntervalMs: e.RECORDING_SWEEP_INTERVAL_MS },
     callStartedDelayMs: e.CALL_STARTED_DELAY_MS,
     webhooks: { timeoutMs: e.WEBHOOK_TIMEOUT_MS, retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS ?? null },
     analysis: { timeoutMs: e.ANALYSIS_TIMEOUT_MS, retryScheduleMs: e.ANALYSIS_RETRY_SCHEDULE_MS ?? null },

@@ -25,6 +25,8 @@ import { createInspectionHub, redactEvent, type InspectionHub } from './actors/i
 import { createWebhookOutbox } from './actors/webhook-outbox.ts';
 import { DEFAULT_RETRY_SCHEDULE_MS } from './actors/webhook-retry.ts';
 import { createCallAnalysisWorker } from './actors/call-analysis.ts';
+import { createPlatformRecordings } from './actors/platform-recordings.ts';
+import { createRecordingRetention } from './actors/recording-retention.ts';
 import { createAnalysisModel } from './voice/analysis/analysis-client.ts';
 import { Agent as HttpsAgent } from 'node:https';
 import type { TemplatedApp } from 'uWebSockets.js';
@@ -124,10 +126,15 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
   // calls that were up while the server starts listening, and readiness waits for it.
   // Post-call analysis: runs the jobs each call's end committed (restarts included) once
   // started below, and records each outcome with call.completed and the caller's memory.
+  // Platform recordings (recording_source `platform`): made by the conversation engine,
+  // waited for by the analysis (the recording is saved before call.completed goes).
+  const recordings = createPlatformRecordings({ storage, publicBaseUrl: config.publicBaseUrl, log, clock });
+  const retention = createRecordingRetention({ storage, clock, log, ...config.recordings });
   const analysis = createCallAnalysisWorker({
     storage,
     clock,
     log,
+    recordingUnderWay: recordings.underWay,
     model: config.llm.apiKey ? createAnalysisModel({ ...config.llm, timeoutMs: config.analysis.timeoutMs }) : null,
     ...(config.analysis.retryScheduleMs ? { retryScheduleMs: config.analysis.retryScheduleMs } : {}),
     crmBaseUrl: config.crmBaseUrl,
@@ -144,7 +151,7 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
     if (providers.missing.length > 0) {
       log.warn({ missing: providers.missing }, 'conversation providers not configured: calls will end at once with provider_not_configured');
     }
-    conversation = await startConversationRuntime({ providers: providers.providers, storage, contextOf: calls.contextOf, watchCall: calls.watchContext, carrierKeys, config, clock, metrics, log });
+    conversation = await startConversationRuntime({ providers: providers.providers, storage, contextOf: calls.contextOf, watchCall: calls.watchContext, carrierKeys, recordings, config, clock, metrics, log });
   }
   const deps: AppDeps = { config, storage, metrics, clock, calls, webhooks, inspection, providers: providers.status, carrierKeys, isReady: () => ready };
   const routes = allRoutes(deps);
@@ -203,6 +210,7 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
   calls.scheduler.start();
   webhooks.start();
   analysis.start();
+  retention.start();
   ready = true;
   log.info({ port: http.port, data_dir: resolve(config.dataDir) }, 'switchboard listening');
   log.flush();
@@ -226,6 +234,9 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
         await http.close(config.shutdownGraceMs);
         calls.stop();
         await webhooks.stop();
+        // Recordings of the calls the closed streams ended are encoded and attached first.
+        await recordings.idle();
+        await retention.stop();
         await analysis.stop();
         if (!opts.webhookAgent) webhookAgent.destroy();
         conversation?.stop();

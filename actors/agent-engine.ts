@@ -31,6 +31,7 @@ import { createEngineBookings, notConfirmedNote, type EngineBookings } from './e
 import { createCrmCalendarClient } from '../voice/providers/crm-calendar.ts';
 import { createEngineVoicemail, type EngineVoicemail } from './engine-voicemail.ts';
 import type { AnalysisModel } from '../voice/analysis/analysis-client.ts';
+import { recordedOutput, type PlatformRecordings } from './platform-recordings.ts';
 
 export interface Providers {
   llm: LlmClient;
@@ -80,6 +81,8 @@ export interface AgentEngineDeps {
   crmBaseUrl?: string;
   /** The voicemail screen's one non-streamed classification (actors/engine-voicemail.ts); without it the other evidence decides. */
   screenModel?: AnalysisModel | null;
+  /** Platform recording (actors/platform-recordings.ts); without it `platform` calls are not recorded. */
+  recordings?: PlatformRecordings;
 }
 
 /** Audio kept at the carrier ahead of real time (see voice/media/playout.ts). */
@@ -107,7 +110,9 @@ function createAgentEngine(output: MediaOutput, call: EngineCall, setup: Convers
   // On the ticker's clock, so a reply's first frames leave as soon as they exist. The
   // carrier holds PLAYOUT_LEAD_MS of audio: an event-loop stall shorter than that is not
   // heard, and a barge-in's `clear` drops it anyway.
-  const playout: Playout = createPlayout(output, { now, leadMs: PLAYOUT_LEAD_MS });
+  // Platform recording taps both sides; a conversation resumed after a failed transfer is not recorded again.
+  const recording = setup.recording === 'platform' && !setup.resume && deps.recordings ? deps.recordings.start(call) : null;
+  const playout: Playout = createPlayout(recording ? recordedOutput(output, recording) : output, { now, leadMs: PLAYOUT_LEAD_MS });
   let closed = false;
   let reply: ReplyHandle | null = null;
   let replies = 0;
@@ -431,6 +436,7 @@ function createAgentEngine(output: MediaOutput, call: EngineCall, setup: Convers
     onAudio(mulaw) {
       if (closed) return;
       stt.send(mulaw);
+      recording?.inbound(mulaw);
       const samples = mulaw.length === 160 ? decodeMulaw(mulaw, pcm) : decodeMulaw(mulaw);
       vad.push(samples);
       keypad.audio(samples);
@@ -458,6 +464,7 @@ function createAgentEngine(output: MediaOutput, call: EngineCall, setup: Convers
       keypad.close();
       unregisterKeys?.();
       playout.close();
+      recording?.finish();
       vad.close();
       stt.close();
     },

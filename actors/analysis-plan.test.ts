@@ -1,10 +1,11 @@
 // The post-call analysis's decisions, pure: what a due job does, and what follows a failed attempt.
 import { describe, expect, it } from 'vitest';
-import { afterFailedAttempt, DEFAULT_ANALYSIS_RETRY_MS, maxAttemptsOf, planJob } from './analysis-plan.ts';
+import { afterFailedAttempt, DEFAULT_ANALYSIS_RETRY_MS, LIVE_RECORDING_WAIT_MS, maxAttemptsOf, planJob, RECORDING_POLL_MS } from './analysis-plan.ts';
 
 const talk = 'Agent: Hello!\nCaller: I would like a table.\nAgent: Sure.';
+const noRecording: { recording_path: string | null; recording_expected_until: number | null } = { recording_path: null, recording_expected_until: null };
 const plan = (call: { analysis_status: string; transcript: string | null } | undefined, attemptsSoFar = 0, modelConfigured = true) =>
-  planJob({ call, attemptsSoFar, maxAttempts: 3, modelConfigured });
+  planJob({ call: call && { ...noRecording, ...call }, attemptsSoFar, maxAttempts: 3, modelConfigured, now: 1_000, jobCreatedAt: 500, recordingUnderWay: false });
 
 describe('a due analysis job', () => {
   it('goes without a trace when its call is erased or already has an outcome', () => {
@@ -27,6 +28,28 @@ describe('a due analysis job', () => {
   it('asks the model otherwise, counting the attempt from 1', () => {
     expect(plan({ analysis_status: 'pending', transcript: talk })).toEqual({ kind: 'ask', attempt: 1 });
     expect(plan({ analysis_status: 'pending', transcript: talk }, 2)).toEqual({ kind: 'ask', attempt: 3 });
+  });
+});
+
+describe('a due analysis job whose call is being recorded', () => {
+  const call = { analysis_status: 'pending', transcript: talk, ...noRecording };
+  type Over = { analysis_status?: string; recording_path?: string | null; recording_expected_until?: number | null };
+  const at = (now: number, over: Over, recordingUnderWay = false) =>
+    planJob({ call: { ...call, ...over }, attemptsSoFar: 0, maxAttempts: 3, modelConfigured: true, now, jobCreatedAt: 10_000, recordingUnderWay });
+
+  it('waits, without using an attempt, until the file is attached or the expected time has passed', () => {
+    expect(at(12_000, { recording_expected_until: 40_000 })).toEqual({ kind: 'wait', until: 40_000 });
+    expect(at(40_000, { recording_expected_until: 40_000 })).toEqual({ kind: 'ask', attempt: 1 });
+    expect(at(12_000, { recording_expected_until: 40_000, recording_path: 'recordings/x.mp3' })).toEqual({ kind: 'ask', attempt: 1 });
+  });
+
+  it('waits for a recording still under way in this process, looking again each second, for a minute at most', () => {
+    expect(at(12_000, {}, true)).toEqual({ kind: 'wait', until: 12_000 + RECORDING_POLL_MS });
+    expect(at(10_000 + LIVE_RECORDING_WAIT_MS, {}, true)).toEqual({ kind: 'ask', attempt: 1 });
+  });
+
+  it('does not wait for a call that is gone or already analysed', () => {
+    expect(at(12_000, { analysis_status: 'done', recording_expected_until: 40_000 })).toEqual({ kind: 'drop' });
   });
 });
 

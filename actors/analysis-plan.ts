@@ -11,23 +11,43 @@ export const DEFAULT_ANALYSIS_RETRY_MS: readonly number[] = [5_000, 30_000];
 /** After the call's end the job waits this long, so the last words that overtook the hang-up reach the transcript. */
 export const POST_CALL_SETTLE_MS = 500;
 
+/**
+ * A conversation still being recorded in this process when its analysis falls due (its
+ * media stream outlived the call's end) is waited for this long at most from the job's
+ * creation, looking again every RECORDING_POLL_MS.
+ */
+export const LIVE_RECORDING_WAIT_MS = 60_000;
+export const RECORDING_POLL_MS = 1_000;
+
 export type JobPlan =
   /** The call was erased or its analysis is recorded already: the job just goes. */
   | { kind: 'drop' }
+  /** Its recording is on its way: "the recording is saved, post-call analysis runs and call.completed is sent" (api.md). Not an attempt. */
+  | { kind: 'wait'; until: number }
   /** Recorded without asking the model: `done` with no fields (no conversation), or `failed`. */
   | { kind: 'record'; status: 'done' | 'failed'; reason: string }
   /** Ask the model; `attempt` counts from 1. */
   | { kind: 'ask'; attempt: number };
 
 export interface PlanInput {
-  call: { analysis_status: string; transcript: string | null } | undefined;
+  call: { analysis_status: string; transcript: string | null; recording_path: string | null; recording_expected_until: number | null } | undefined;
   attemptsSoFar: number;
   maxAttempts: number;
   modelConfigured: boolean;
+  now: number;
+  /** When the job was created (the call's end). */
+  jobCreatedAt: number;
+  /** The conversation is still being recorded in this process (actors/platform-recordings.ts). */
+  recordingUnderWay: boolean;
 }
 
-export function planJob({ call, attemptsSoFar, maxAttempts, modelConfigured }: PlanInput): JobPlan {
+export function planJob({ call, attemptsSoFar, maxAttempts, modelConfigured, now, jobCreatedAt, recordingUnderWay }: PlanInput): JobPlan {
   if (call === undefined || call.analysis_status !== 'pending') return { kind: 'drop' };
+  if (call.recording_path === null) {
+    const expected = call.recording_expected_until;
+    if (expected !== null && now < expected) return { kind: 'wait', until: expected };
+    if (recordingUnderWay && now < jobCreatedAt + LIVE_RECORDING_WAIT_MS) return { kind: 'wait', until: now + RECORDING_POLL_MS };
+  }
   // Nothing the caller said: no summary to write, no mood to judge (never answered, busy, silence).
   if (!hasConversation(call.transcript)) return { kind: 'record', status: 'done', reason: 'no conversation to analyse' };
   if (!modelConfigured) return { kind: 'record', status: 'failed', reason: 'no model is configured (LLM_API_KEY)' };

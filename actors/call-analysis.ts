@@ -41,6 +41,8 @@ export interface CallAnalysisDeps {
   random?: () => number;
   /** CRM_BASE_URL: call.completed goes with the CRM sync (actors/call-completed-out.ts). */
   crmBaseUrl: string;
+  /** True while the call's conversation is still being recorded in this process (actors/platform-recordings.ts). */
+  recordingUnderWay?: (internalId: string) => boolean;
   metrics?: Metrics;
 }
 
@@ -120,9 +122,22 @@ export function createCallAnalysisWorker(deps: CallAnalysisDeps): CallAnalysisWo
 
   async function runJob(job: AnalysisJobRow): Promise<void> {
     const call = storage.calls.getByInternalId(job.internal_id);
-    const plan = planJob({ call, attemptsSoFar: job.attempts, maxAttempts, modelConfigured: deps.model !== null });
+    const plan = planJob({
+      call,
+      attemptsSoFar: job.attempts,
+      maxAttempts,
+      modelConfigured: deps.model !== null,
+      now: clock(),
+      jobCreatedAt: job.created_at,
+      recordingUnderWay: deps.recordingUnderWay?.(job.internal_id) ?? false,
+    });
     if (plan.kind === 'drop') {
       jobs.removeJob(job.internal_id);
+      return;
+    }
+    if (plan.kind === 'wait') {
+      // Not an attempt; attaching the file wakes the job before `until` (storage/call-analysis.ts wake).
+      jobs.retryAt(job.internal_id, plan.until, 'waiting for the call recording');
       return;
     }
     if (plan.kind === 'record') {

@@ -16,6 +16,7 @@ import { createSetupLoader } from './conversation-setup.ts';
 import { createAnalysisModel } from '../voice/analysis/analysis-client.ts';
 import type { CallWatcher } from './engine-transfer.ts';
 import type { CarrierKeys } from './engine-keypad.ts';
+import type { PlatformRecordings } from './platform-recordings.ts';
 
 export interface ConversationRuntime {
   engine: EngineFactory;
@@ -30,6 +31,8 @@ export interface ConversationRuntimeDeps {
   watchCall?: CallWatcher;
   /** Keys carriers report outside the media stream (carrier B call events), routed to their call's conversation. */
   carrierKeys?: CarrierKeys;
+  /** Platform recordings (actors/platform-recordings.ts); without them `platform` calls are not recorded. */
+  recordings?: PlatformRecordings;
   config: Config;
   clock: () => number;
   metrics: Metrics;
@@ -55,6 +58,7 @@ export async function startConversationRuntime(deps: ConversationRuntimeDeps): P
     crmBaseUrl: deps.config.crmBaseUrl,
     // The voicemail screen's classification: one short non-streamed completion, answered within 5 s or not used.
     screenModel: deps.config.llm.apiKey ? createAnalysisModel({ ...deps.config.llm, timeoutMs: 5000 }) : null,
+    recordings: deps.recordings,
     tools: {
       allowPrivate: deps.config.allowPrivateNetworkTargets,
       // Signed like every webhook: the current secret, and the previous one within its window after a rotation.

@@ -50,6 +50,8 @@ export interface ConversationSetup {
   bookings: BookingSetup | null;
   /** The voicemail screen (actors/engine-voicemail.ts): outbound calls without carrier AMD only. */
   voicemail: VoicemailSetup | null;
+  /** record_call (the number's setting first, null inherits the agent's) with the agent's recording_source; null: not recorded. */
+  recording: 'provider' | 'platform' | null;
 }
 
 export interface SetupInput {
@@ -146,6 +148,7 @@ export function buildSetup(p: SetupInput): ConversationSetup {
     resume: p.resume ?? null,
     bookings,
     voicemail: voicemailSetupOf({ direction: p.direction, amdEnabled: p.amdEnabled === true, resumed: !!p.resume, number: p.number }),
+    recording: (p.number?.record_call ?? a.record_call) ? a.recording_source : null,
     conversation: {
       // Back after a failed transfer the agent speaks at once: the caller is waiting to hear.
       aiSpeaksFirst: p.resume ? true : a.ai_speaks_first,

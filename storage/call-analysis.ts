@@ -45,6 +45,7 @@ export function createCallAnalysisRepo(db: Db) {
   const countAll = db.prepare<[], { n: number }>('SELECT COUNT(*) AS n FROM analysis_jobs');
   const startAttempt = db.prepare('UPDATE analysis_jobs SET attempts = attempts + 1 WHERE internal_id = ? AND attempts = ?');
   const retryAt = db.prepare('UPDATE analysis_jobs SET due_at = ?, last_error = ? WHERE internal_id = ?');
+  const wake = db.prepare('UPDATE analysis_jobs SET due_at = ? WHERE internal_id = ? AND due_at > ?');
   const remove = db.prepare('DELETE FROM analysis_jobs WHERE internal_id = ?');
   const record = db.prepare(
     `UPDATE calls SET analysis_status = @status, summary = @summary, sentiment = @sentiment, successful = @successful,
@@ -99,6 +100,10 @@ export function createCallAnalysisRepo(db: Db) {
     },
     retryAt(internalId: string, dueAt: number, error: string): void {
       retryAt.run(dueAt, error.slice(0, 500), internalId);
+    },
+    /** The job waited for something that has come (its recording): due now. Listeners are told. */
+    wake(internalId: string, now: number): void {
+      if (wake.run(now, internalId, now).changes === 1) for (const l of listeners) l(now);
     },
     removeJob(internalId: string): void {
       remove.run(internalId);

@@ -37,6 +37,8 @@ export interface CallRow {
   recording_url: string | null;
   recording_path: string | null;
   recording_duration_seconds: number | null;
+  /** Epoch ms: a recording is on its way, and call.completed waits for it until then at most. */
+  recording_expected_until: number | null;
   voicemail_detected: number;
   avg_latency_ms: number | null;
   analysis_status: string;

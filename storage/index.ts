@@ -16,6 +16,7 @@ import { createIntentsRepo } from './intents.ts';
 import { createCallPromptsRepo } from './call-prompts.ts';
 import { createWebhookDeliveriesRepo } from './webhook-deliveries.ts';
 import { createCallAnalysisRepo } from './call-analysis.ts';
+import { createRecordingsRepo } from './recordings.ts';
 import type { SecretBox } from './secret-box.ts';
 
 export function createStorage(db: Db, secrets: SecretBox) {
@@ -37,6 +38,7 @@ export function createStorage(db: Db, secrets: SecretBox) {
     callPrompts: createCallPromptsRepo(db, secrets),
     webhookDeliveries: createWebhookDeliveriesRepo(db),
     analysis: createCallAnalysisRepo(db),
+    recordings: createRecordingsRepo(db),
   };
 }
 

@@ -8,6 +8,7 @@ import { webhookOutbox } from './005-webhook-outbox.ts';
 import { callAnalysis } from './006-call-analysis.ts';
 import { precall } from './007-precall.ts';
 import { bookingConfirmation } from './008-booking-confirmation.ts';
+import { recordings } from './009-recordings.ts';
 import { crmDeliveries } from './010-crm-deliveries.ts';
 
 export interface Migration {
@@ -16,4 +17,4 @@ export interface Migration {
   sql: string;
 }
 
-export const migrations: Migration[] = [foundation, configuration, calls, durableRuntime, webhookOutbox, callAnalysis, precall, bookingConfirmation, crmDeliveries];
+export const migrations: Migration[] = [foundation, configuration, calls, durableRuntime, webhookOutbox, callAnalysis, precall, bookingConfirmation, recordings, crmDeliveries];
