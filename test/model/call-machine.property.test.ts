@@ -213,8 +213,20 @@ function observe(m: Model, step: Step | null, label: string): void {
     hold(m, lost ? d.snapshot.matches('hanging-up') && ctx.hangupReason === 'media_lost' : d.snapshot.matches({ 'in-progress': 'listening' }), `a failed transfer (media lost: ${lost}) went to ${JSON.stringify(d.value)}`);
   }
 
-  // The transcript and the turn latency, as the call record shows them.
+  // Voicemail: the record says `voicemail_detected` exactly when the call was hung up (or
+  // ended) because a machine answered: the engine's screen (HANGUP.REQUESTED
+  // voicemail_detected) or the carrier's detection, which counts only with amd_enabled.
   const record = callRecordOf(ctx);
+  hold(m, ctx.voicemailDetected === (ctx.hangupReason === 'voicemail_detected' || ctx.endedReason === 'voicemail_detected'), `voicemail_detected ${ctx.voicemailDetected} with hang-up reason ${ctx.hangupReason}, ended ${ctx.endedReason}`);
+  hold(m, record.voicemail_detected === ctx.voicemailDetected, `the record says voicemail_detected ${record.voicemail_detected}, the call ${ctx.voicemailDetected}`);
+  if (finished) hold(m, (ctx.endedReason === 'voicemail_detected') === ctx.voicemailDetected, `ended ${ctx.endedReason} with voicemail_detected ${ctx.voicemailDetected}`);
+  if (e?.type === 'CARRIER.AMD' && step?.before && step.before.context.hangupReason === null && step.before.context.endedReason === null) {
+    const machine = e.result === 'machine' && m.input.amdEnabled && !step.before.hasTag(CALL_TAGS.finished);
+    if (!machine) hold(m, ctx.hangupReason === null, `carrier AMD ${e.result} (amd_enabled ${m.input.amdEnabled}) asked to hang up for ${ctx.hangupReason}`);
+    else if (step.taken) hold(m, ctx.hangupReason === 'voicemail_detected' || d.snapshot.hasTag(CALL_TAGS.finished), `carrier AMD machine with amd_enabled left the call ${JSON.stringify(d.value)}, hang-up reason ${ctx.hangupReason}`);
+  }
+
+  // The transcript and the turn latency, as the call record shows them.
   const want = transcriptOf(m.lines);
   hold(m, record.transcript === want, `transcript ${JSON.stringify(record.transcript)}, the lines taken say ${JSON.stringify(want)}`);
   hold(m, (record.transcript?.split('\n').length ?? 0) === m.lines.length, 'the transcript has not one line per conversation line');

@@ -27,7 +27,8 @@ export type Effect =
   | { [K in Signal]: { type: K; at: number } }[Signal]
   | { type: 'recordLine'; at: number; line: TranscriptLine }
   | { type: 'requestHangup'; at: number; reason: ConversationEndReason }
-  | { type: 'runTools'; at: number; calls: ToolCall[] };
+  | { type: 'runTools'; at: number; calls: ToolCall[] }
+  | { type: 'requestTransfer'; at: number; lines: TranscriptLine[] };
 
 export type EffectType = Effect['type'];
 
@@ -69,6 +70,7 @@ export class ConversationDriver {
         recordLine: (_, line: TranscriptLine) => note({ type: 'recordLine', at: at(), line: { ...line } }),
         requestHangup: (_, p: { reason: ConversationEndReason }) => note({ type: 'requestHangup', at: at(), reason: p.reason }),
         runTools: (_, p: { calls: ToolCall[] }) => note({ type: 'runTools', at: at(), calls: p.calls.map((c) => ({ ...c })) }),
+        requestTransfer: (_, p: { lines: readonly TranscriptLine[] }) => note({ type: 'requestTransfer', at: at(), lines: [...p.lines] }),
       },
     }) as Machine;
     this.actor = createActor(this.machine, { input, clock: this.clock });

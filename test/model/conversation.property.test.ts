@@ -7,7 +7,8 @@
 // failure (model or speech, retryable or not), the end-call tool, time passing (a little
 // or a lot), and a persist-restore (the snapshot through JSON, a new actor started from
 // it), and (issue 9) keypad entries, the model naming tools during a reply and the
-// tools answering or failing. The engine's side is honest: reply events only for a reply
+// tools answering or failing, the model calling the transfer tool, and the transfer's
+// outcome (the person is reached: the conversation closes; or not: the agent says so). The engine's side is honest: reply events only for a reply
 // that is live, the recogniser silent once failed, and an interruption answered at once
 // with REPLY.ENDED carrying what was heard (as voice/conversation/reply.ts does). After
 // every command the model holds the machine to:
@@ -29,6 +30,12 @@
 // - tools: the model is only asked for an answer once every tool of the last round has
 //   answered (its request carries the answers), a filler only while a tool runs, every
 //   round's tools started once, and the machine waits on a tool only while one runs;
+// - transfers: asked of the engine (requestTransfer) only after the model called the
+//   transfer tool during a reply that then played (an interruption or a cancel drops
+//   it), with nothing live; while the caller holds, no reply starts and no hang-up is
+//   asked, silence included; a failed transfer brings the agent back at once with the
+//   `transfer_failed` reply; a connected one closes the conversation, and nothing is
+//   said or asked after it;
 // - a restore: same state value, same context.
 // After the commands, either the call hangs up (nothing may happen after), or, in runs
 // without a restore, the caller goes quiet and the engine plays every reply out: the
@@ -95,6 +102,12 @@ interface Model {
   /** The calls of the last tool round, as the engine runs them. */
   tools: { id: string; answered: boolean }[];
   toolSeq: number;
+  /** The model called the transfer tool during the live reply (the machine transfers once it has played). */
+  transferAsked: boolean;
+  /** The engine is transferring the caller (requestTransfer seen, no outcome yet). */
+  transferring: boolean;
+  /** The transfer connected: the conversation is closed and the run is over. */
+  over: boolean;
   /** This run may persist and restore (runs that do not are held to the liveness check). */
   mayRestore: boolean;
   restored: boolean;
@@ -126,6 +139,8 @@ function engineSees(m: Model, e: Effect, d: Real): void {
   switch (e.type) {
     case 'startReply':
       expectThat(m, m.reply === null, `startReply(${e.request.kind}) while the ${m.reply?.kind} reply is live`);
+      expectThat(m, !m.transferring, `startReply(${e.request.kind}) while the caller holds for a transfer`);
+      if (m.delivering === 'TRANSFER.FAILED') expectThat(m, e.request.kind === 'transfer_failed', `a failed transfer was followed by a ${e.request.kind} reply`);
       expectThat(m, JSON.stringify(e.request.lines) === JSON.stringify(d.recorded()), `startReply(${e.request.kind}) without every line so far`);
       m.reply = { kind: e.request.kind, text: REPLY_TEXT[e.request.kind], audio: false, namedTools: false };
       if (e.request.kind === 'answer') {
@@ -141,6 +156,7 @@ function engineSees(m: Model, e: Effect, d: Real): void {
     case 'cancelReply':
       expectThat(m, m.reply !== null && !m.reply.audio, 'cancelReply for no reply, or for one already playing');
       m.reply = null;
+      m.transferAsked = false;
       m.paused = false;
       m.quietSince = d.now;
       return;
@@ -148,6 +164,8 @@ function engineSees(m: Model, e: Effect, d: Real): void {
       expectThat(m, m.reply !== null && m.reply.audio, 'interruptReply for no reply, or for one that never played');
       const heard = m.reply ? prefix(m.reply.text, 0.5) : '';
       m.reply = null;
+      // The caller cut in: the model hears them out before any transfer it announced.
+      m.transferAsked = false;
       m.paused = false;
       m.quietSince = d.now;
       // The reply stops and reports what was heard at once; the actor takes it after this step.
@@ -164,8 +182,16 @@ function engineSees(m: Model, e: Effect, d: Real): void {
     case 'recordLine':
       expectThat(m, e.line.text.trim() !== '', `an empty ${e.line.speaker} line was recorded`);
       return;
+    case 'requestTransfer':
+      expectThat(m, m.transferAsked, 'requestTransfer without the transfer tool called for the reply that played');
+      expectThat(m, m.reply === null && m.delivering === 'REPLY.ENDED', `requestTransfer while delivering ${m.delivering}${m.reply ? ` with the ${m.reply.kind} reply live` : ''}`);
+      expectThat(m, JSON.stringify(e.lines) === JSON.stringify(d.recorded()), 'requestTransfer without every line so far (the briefing is written from them)');
+      m.transferAsked = false;
+      m.transferring = true;
+      return;
     case 'requestHangup': {
       expectThat(m, m.hangups.length === 0, `requestHangup(${e.reason}) after requestHangup(${m.hangups[0]})`);
+      expectThat(m, !m.transferring, `requestHangup(${e.reason}) while the caller holds for a transfer`);
       expectThat(m, m.reply === null, `requestHangup(${e.reason}) while the ${m.reply?.kind} reply is live`);
       const quietFor = d.now - m.quietSince;
       const allowed =
@@ -219,6 +245,9 @@ function observe(m: Model, d: Real, label: string, from: number): void {
   hold(m, d, !waitsForSpeechEnd || m.callerSpeaking, `${JSON.stringify(d.value)} waits for the caller to stop, but they are not speaking`);
   hold(m, d, !waitsInSilence || !m.callerSpeaking, `${JSON.stringify(d.value)} counts silence while the caller speaks`);
 
+  // Transfers: the machine holds the caller exactly while the engine transfers.
+  hold(m, d, inState(d, 'transferring') === m.transferring, `in transferring: ${inState(d, 'transferring')}, the engine transferring: ${m.transferring}`);
+
   // Tools: the machine waits on a tool only while one runs.
   hold(m, d, !inState(d, 'waitingForTool') || m.tools.some((t) => !t.answered), 'waitingForTool with every tool answered');
 }
@@ -228,7 +257,7 @@ function observe(m: Model, d: Real, label: string, from: number): void {
 abstract class ConversationCommand implements fc.Command<Model, Real> {
   /** Once the conversation asked to end, nothing it could still do matters: the run stops. */
   check(m: Readonly<Model>): boolean {
-    return m.hangups.length === 0 && this.applies(m);
+    return m.hangups.length === 0 && !m.over && this.applies(m);
   }
   protected applies(_m: Readonly<Model>): boolean {
     return true;
@@ -470,6 +499,65 @@ class Keypad extends EventCommand {
   }
 }
 
+/** The model calls the transfer tool during its reply (the engine sends TRANSFER). */
+class TransferTool extends EventCommand {
+  protected override applies(m: Readonly<Model>) {
+    return m.reply !== null && MODEL_KINDS.has(m.reply.kind);
+  }
+  protected event(): ConversationEvent {
+    return { type: 'TRANSFER' };
+  }
+  protected override before(m: Model) {
+    m.transferAsked = true;
+  }
+  toString() {
+    return 'TransferTool()';
+  }
+}
+
+/** The transfer did not reach the person (busy, no answer, refused): the caller is back. */
+class TransferFails extends EventCommand {
+  protected override applies(m: Readonly<Model>) {
+    return m.transferring;
+  }
+  protected event(): ConversationEvent {
+    return { type: 'TRANSFER.FAILED' };
+  }
+  protected override before(m: Model) {
+    m.transferring = false;
+  }
+  protected override act(m: Model, d: Real): void {
+    const from = d.effects.length;
+    super.act(m, d);
+    hold(m, d, d.of('startReply').slice(-1)[0]?.request.kind === 'transfer_failed' && d.effects.length > from, `a failed transfer did not bring the agent back (${d.typesSince(from).join(', ')})`);
+  }
+  toString() {
+    return 'TransferFails()';
+  }
+}
+
+/** The person answered and the caller is bridged to them: the engine closes the conversation. */
+class TransferConnects extends ConversationCommand {
+  protected override applies(m: Readonly<Model>) {
+    return m.transferring;
+  }
+  protected act(m: Model, d: Real): void {
+    const from = d.effects.length;
+    m.transferring = false;
+    m.over = true;
+    m.delivering = 'HANGUP';
+    d.send({ type: 'HANGUP' });
+    hold(m, d, d.snapshot.status === 'done', `a connected transfer left the conversation ${JSON.stringify(d.value)}`);
+    hold(m, d, d.effects.length === from, `a connected transfer was followed by ${d.typesSince(from).join(', ')}`);
+    const after = d.effects.length;
+    d.advance(2 * (m.input.silenceHangupMs + m.input.pickupDelayMs));
+    hold(m, d, d.effects.length === after, `after the transfer the machine still asked for ${d.typesSince(after).join(', ')}`);
+  }
+  toString() {
+    return 'TransferConnects()';
+  }
+}
+
 class TimePasses extends ConversationCommand {
   constructor(readonly ms: number) {
     super();
@@ -529,6 +617,9 @@ const commands = [
   ...weighted(3, fc.integer({ min: 1, max: 2 }).map((n) => new ToolCalls(n))),
   ...weighted(4, fc.boolean().map((ok) => new ToolAnswers(ok))),
   ...weighted(2, fc.constantFrom('1', '42#', '*0').map((digits) => new Keypad(digits))),
+  ...weighted(2, fc.constant(new TransferTool())),
+  ...weighted(3, fc.constant(new TransferFails())),
+  ...weighted(1, fc.constant(new TransferConnects())),
   ...weighted(12, fc.integer({ min: 0, max: 1_200 }).map((ms) => new TimePasses(ms))),
   // Long enough for any timer, silence included.
   ...weighted(1, fc.integer({ min: 1_500, max: 50_000 }).map((ms) => new TimePasses(ms))),
@@ -551,6 +642,7 @@ function callHangsUp(m: Model, d: Real): void {
   if (d.snapshot.status !== 'active') return;
   const at = d.effects.length;
   m.reply = null;
+  m.transferring = false;
   d.send({ type: 'HANGUP' });
   m.log.push(`then: CallHangsUp() → ${JSON.stringify(d.value)} [${d.typesSince(at).join(', ')}]`);
   hold(m, d, d.actor.getSnapshot().status === 'done', `HANGUP left the conversation ${JSON.stringify(d.value)}`);
@@ -567,7 +659,7 @@ function callHangsUp(m: Model, d: Real): void {
  * cannot come.
  */
 function endsByItself(m: Model, d: Real): void {
-  if (m.restored || d.snapshot.status !== 'active' || m.hangups.length > 0) return;
+  if (m.restored || m.over || d.snapshot.status !== 'active' || m.hangups.length > 0) return;
   const step = (label: string, act: () => void) => {
     const from = d.effects.length;
     act();
@@ -583,7 +675,14 @@ function endsByItself(m: Model, d: Real): void {
   for (let i = 0; i < 100 && m.hangups.length === 0 && d.snapshot.status === 'active'; i++) {
     const r = m.reply;
     const running = m.tools.find((t) => !t.answered);
-    if (running) {
+    if (m.transferring) {
+      // The carrier says how the transfer went; here, that nobody answered.
+      step('TransferFails()', () => {
+        m.transferring = false;
+        m.delivering = 'TRANSFER.FAILED';
+        d.send({ type: 'TRANSFER.FAILED' });
+      });
+    } else if (running) {
       step('ToolAnswers(done)', () => {
         running.answered = true;
         m.delivering = 'TOOL.DONE';
@@ -631,6 +730,9 @@ it('one reply at a time, honest hang-ups, no silence hang-up over anyone, a tran
         hangups: [],
         tools: [],
         toolSeq: 0,
+        transferAsked: false,
+        transferring: false,
+        over: false,
         mayRestore,
         restored: false,
         delivering: 'START',
