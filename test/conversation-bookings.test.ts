@@ -16,6 +16,7 @@ import { startLlmSim, type ChatCompletionBody, type LlmSim, type LlmSimReply } f
 import { startDeepgramSim, type DeepgramSim } from './sim/deepgram-sim.ts';
 import { startOpenAiTtsSim, type OpenAiTtsSim } from './sim/openai-tts-sim.ts';
 import { startCrmSim, type CrmSim } from './sim/crm-sim.ts';
+import { makeTestCa, type TestCa } from './sim/webhook-receiver.ts';
 import type { LlmMessage } from '../voice/providers/llm.ts';
 
 let sims: CallStack['sims'];
@@ -23,6 +24,7 @@ let llm: LlmSim;
 let stt: DeepgramSim;
 let tts: OpenAiTtsSim;
 let crm: CrmSim;
+let ca: TestCa;
 let service: ServiceProcess;
 let stack: ConversationStack;
 let dataDir: string;
@@ -38,7 +40,9 @@ beforeAll(async () => {
   llm = await startLlmSim({ apiKey: KEYS.llm, firstTokenMs: 40, tokenMs: 4, respond: (body) => brain(body) });
   stt = await startDeepgramSim({ apiKey: KEYS.stt, finalLatencyMs: 30 });
   tts = await startOpenAiTtsSim({ apiKey: KEYS.tts, firstAudioMs: 30 });
-  crm = await startCrmSim({ tokens: (crmTokens = {}) });
+  // The CRM speaks HTTPS with a throwaway CA's certificate, trusted by the service through NODE_EXTRA_CA_CERTS.
+  ca = makeTestCa();
+  crm = await startCrmSim({ tokens: (crmTokens = {}), tls: { cert: ca.certPem, key: ca.keyPem } });
   dataDir = mkdtempSync(join(tmpdir(), 'switchboard-bookings-'));
   service = await startServiceProcess({
     ...sims.env,
@@ -51,6 +55,7 @@ beforeAll(async () => {
     TTS_BASE_URL: tts.baseUrl,
     TTS_API_KEY: KEYS.tts,
     CRM_BASE_URL: crm.baseUrl,
+    NODE_EXTRA_CA_CERTS: ca.caFile,
     KEY_CREATION_PER_HOUR_PER_IP: '100000',
   });
   sims.twilio.route(PUBLIC_BASE, service.url);
@@ -65,6 +70,7 @@ afterAll(async () => {
   }
   await sims?.close();
   await Promise.all([llm?.close(), stt?.close(), tts?.close(), crm?.close()]);
+  ca?.dispose();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 

@@ -18,11 +18,13 @@ import type { TestServer } from './helpers/server.ts';
 import { callReaches, eventually, newCustomer, PUBLIC_BASE, startSims, type CallStack, type Customer } from './helpers/calls.ts';
 import { closedPort } from './sim/sim-http.ts';
 import { startCrmSim, type CrmSim } from './sim/crm-sim.ts';
+import { makeTestCa, type TestCa } from './sim/webhook-receiver.ts';
 
 const LOCATION = 'loc-restart';
 const PIT = 'pit-restart-test';
 let sims: CallStack['sims'];
 let crm: CrmSim;
+let ca: TestCa;
 let dataDir: string;
 let port: number;
 let service: ServiceProcess | null = null;
@@ -46,6 +48,8 @@ async function start(): Promise<TestServer> {
     MEDIA_ENGINE: 'echo',
     KEY_CREATION_PER_HOUR_PER_IP: '10000',
     CRM_BASE_URL: crm.baseUrl,
+    // The CRM speaks HTTPS with a throwaway CA's certificate, trusted as an operator would.
+    NODE_EXTRA_CA_CERTS: ca.caFile,
     // Retries every 300 ms, for longer than the CRM is failing.
     WEBHOOK_RETRY_SCHEDULE_MS: Array.from({ length: 40 }, () => '300').join(','),
   });
@@ -59,7 +63,8 @@ async function kill(): Promise<void> {
 }
 
 beforeAll(async () => {
-  crm = await startCrmSim({ tokens: { [PIT]: LOCATION } });
+  ca = makeTestCa();
+  crm = await startCrmSim({ tokens: { [PIT]: LOCATION }, tls: { cert: ca.certPem, key: ca.keyPem } });
   sims = await startSims(40);
   dataDir = mkdtempSync(join(tmpdir(), 'switchboard-crm-restart-'));
   port = await closedPort();
@@ -70,6 +75,7 @@ afterAll(async () => {
   await stop();
   await sims?.close();
   await crm?.close();
+  ca?.dispose();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
 });
 

@@ -1,33 +1,57 @@
 // The CRM simulator keeps the CRM's rules, so the service's CRM client is tested
 // against them: a token reaches only its location, the Version header is required,
 // slots are offered in the calendar's hours in the asked time zone, a booked slot is
-// no longer offered nor bookable, and an event can be moved and deleted.
+// no longer offered nor bookable, and an event can be moved and deleted. It speaks HTTPS
+// with a throwaway CA's certificate, as the suites use it: a client trusting the CA gets
+// through, one that does not is refused.
+import { request } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCrmSim, zonedIso, type CrmSim } from './crm-sim.ts';
+import { makeTestCa, type TestCa } from './webhook-receiver.ts';
 
 // Monday 2026-11-23 12:00 UTC (07:00 in New York).
 const NOW = Date.UTC(2026, 10, 23, 12, 0);
 let crm: CrmSim;
+let ca: TestCa;
 
 beforeAll(async () => {
+  ca = makeTestCa();
   crm = await startCrmSim({
+    tls: { cert: ca.certPem, key: ca.keyPem },
     tokens: { 'pit-a': 'loc-a', 'pit-b': 'loc-b' },
     calendars: [{ id: 'cal-a', locationId: 'loc-a', timezone: 'America/New_York', slotMinutes: 60, hours: [9, 12] }],
     now: () => NOW,
   });
 });
-afterAll(() => crm.close());
+afterAll(async () => {
+  await crm.close();
+  ca.dispose();
+});
 
-async function call(method: string, path: string, body?: unknown, token = 'pit-a', version = '2021-04-15') {
-  const res = await fetch(`${crm.baseUrl}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, version, 'content-type': 'application/json' },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+/** One HTTPS request; `trust` false leaves the test CA out of the client's trust. */
+function call(method: string, path: string, body?: unknown, token = 'pit-a', version = '2021-04-15', trust = true): Promise<{ status: number; body: Record<string, any> }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${crm.baseUrl}${path}`,
+      { method, headers: { authorization: `Bearer ${token}`, version, 'content-type': 'application/json' }, ...(trust ? { ca: ca.caPem } : {}) },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8') || 'null') }));
+      },
+    );
+    req.on('error', reject);
+    req.end(body === undefined ? undefined : JSON.stringify(body));
   });
-  return { status: res.status, body: (await res.json()) as Record<string, any> };
 }
 
 describe('CRM simulator', () => {
+  it('speaks HTTPS: a client that trusts the test CA gets through, one that does not is refused', async () => {
+    expect(crm.baseUrl).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    expect((await call('POST', '/contacts/upsert', { locationId: 'loc-a', phone: '+14155550199' })).status).toBe(201);
+    await expect(call('POST', '/contacts/upsert', { locationId: 'loc-a', phone: '+14155550199' }, 'pit-a', '2021-04-15', false)).rejects.toThrow(/self-signed|unable to verify|certificate/i);
+  });
+
   it('formats instants in a zone with its offset', () => {
     expect(zonedIso(Date.UTC(2026, 10, 23, 14, 0), 'America/New_York')).toBe('2026-11-23T09:00:00-05:00');
     expect(zonedIso(Date.UTC(2026, 6, 1, 14, 0), 'America/New_York')).toBe('2026-07-01T10:00:00-04:00');

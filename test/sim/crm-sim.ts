@@ -63,6 +63,8 @@ export interface CrmSimOptions {
   calendars?: CrmCalendar[];
   /** The CRM's clock (ms): slots before it are not offered (default Date.now). */
   now?: () => number;
+  /** Serve HTTPS, as the real CRM does, with this certificate (a test CA's: test/sim/webhook-receiver.ts makeTestCa). */
+  tls?: { cert: string; key: string };
 }
 
 export interface CrmSim {
@@ -280,6 +282,8 @@ export async function startCrmSim(options: CrmSimOptions): Promise<CrmSim> {
     },
     route,
     options.port ?? 0,
+    {},
+    options.tls,
   );
 
   return {

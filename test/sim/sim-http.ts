@@ -16,7 +16,8 @@
 // only on the seed, its key and how many requests of that key came before, so
 // concurrent requests arriving in another order still meet the same faults.
 
-import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 
 export interface RecordedRequest<Body = unknown> {
@@ -110,6 +111,8 @@ export async function startSimServer<Body>(
   port = 0,
   /** The simulator's named endpoints, for `match: 'dial'` and the like. */
   endpoints: Partial<Record<SimEndpoint, (req: RecordedRequest<Body>) => boolean>> = {},
+  /** Serve HTTPS with this certificate (test/sim/webhook-receiver.ts makeTestCa) instead of HTTP. */
+  tls?: { cert: string; key: string },
 ): Promise<SimServer<Body>> {
   const requests: RecordedRequest<Body>[] = [];
   const faults: SimFault<Body>[] = [];
@@ -156,7 +159,7 @@ export async function startSimServer<Body>(
     return undefined;
   };
 
-  const server = createServer((req, res) => {
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -210,7 +213,8 @@ export async function startSimServer<Body>(
       if (fault?.delayMs) setTimeout(write, fault.delayMs).unref();
       else write();
     });
-  });
+  };
+  const server = tls ? createTlsServer({ cert: tls.cert, key: tls.key }, handle) : createServer(handle);
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -219,7 +223,7 @@ export async function startSimServer<Body>(
   const bound = (server.address() as AddressInfo).port;
 
   return {
-    baseUrl: `http://127.0.0.1:${bound}`,
+    baseUrl: `${tls ? 'https' : 'http'}://127.0.0.1:${bound}`,
     requests,
     fail(fault) {
       faults.push({ ...fault });
