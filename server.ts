@@ -27,6 +27,7 @@ import { DEFAULT_RETRY_SCHEDULE_MS } from './actors/webhook-retry.ts';
 import { createCallAnalysisWorker } from './actors/call-analysis.ts';
 import { createPlatformRecordings } from './actors/platform-recordings.ts';
 import { createRecordingRetention } from './actors/recording-retention.ts';
+import { createProviderRecordings } from './actors/provider-recordings.ts';
 import { createAnalysisModel } from './voice/analysis/analysis-client.ts';
 import { Agent as HttpsAgent } from 'node:https';
 import type { TemplatedApp } from 'uWebSockets.js';
@@ -121,6 +122,7 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
     timeoutMs: config.webhooks.timeoutMs,
     schedule: config.webhooks.retryScheduleMs ?? DEFAULT_RETRY_SCHEDULE_MS,
     agent: webhookAgent,
+    publicBaseUrl: config.publicBaseUrl,
   });
   // Actors come back before the first request can reach them; the carrier is asked about
   // calls that were up while the server starts listening, and readiness waits for it.
@@ -129,6 +131,7 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
   // Platform recordings (recording_source `platform`): made by the conversation engine,
   // waited for by the analysis (the recording is saved before call.completed goes).
   const recordings = createPlatformRecordings({ storage, publicBaseUrl: config.publicBaseUrl, log, clock });
+  const providerRecordings = createProviderRecordings({ storage, config, clock, log });
   const retention = createRecordingRetention({ storage, clock, log, ...config.recordings });
   const analysis = createCallAnalysisWorker({
     storage,
@@ -151,7 +154,7 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
     if (providers.missing.length > 0) {
       log.warn({ missing: providers.missing }, 'conversation providers not configured: calls will end at once with provider_not_configured');
     }
-    conversation = await startConversationRuntime({ providers: providers.providers, storage, contextOf: calls.contextOf, watchCall: calls.watchContext, carrierKeys, recordings, config, clock, metrics, log });
+    conversation = await startConversationRuntime({ providers: providers.providers, storage, contextOf: calls.contextOf, watchCall: calls.watchContext, carrierKeys, recordings, providerRecordings, config, clock, metrics, log });
   }
   const deps: AppDeps = { config, storage, metrics, clock, calls, webhooks, inspection, providers: providers.status, carrierKeys, isReady: () => ready };
   const routes = allRoutes(deps);
@@ -236,6 +239,7 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
         await webhooks.stop();
         // Recordings of the calls the closed streams ended are encoded and attached first.
         await recordings.idle();
+        await providerRecordings.idle();
         await retention.stop();
         await analysis.stop();
         if (!opts.webhookAgent) webhookAgent.destroy();

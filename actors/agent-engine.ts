@@ -32,6 +32,7 @@ import { createCrmCalendarClient } from '../voice/providers/crm-calendar.ts';
 import { createEngineVoicemail, type EngineVoicemail } from './engine-voicemail.ts';
 import type { AnalysisModel } from '../voice/analysis/analysis-client.ts';
 import { recordedOutput, type PlatformRecordings } from './platform-recordings.ts';
+import type { ProviderRecordings } from './provider-recordings.ts';
 
 export interface Providers {
   llm: LlmClient;
@@ -83,6 +84,8 @@ export interface AgentEngineDeps {
   screenModel?: AnalysisModel | null;
   /** Platform recording (actors/platform-recordings.ts); without it `platform` calls are not recorded. */
   recordings?: PlatformRecordings;
+  /** Provider recording (actors/provider-recordings.ts): the carrier is asked to record `provider` calls. */
+  providerRecordings?: ProviderRecordings;
 }
 
 /** Audio kept at the carrier ahead of real time (see voice/media/playout.ts). */
@@ -112,6 +115,7 @@ function createAgentEngine(output: MediaOutput, call: EngineCall, setup: Convers
   // heard, and a barge-in's `clear` drops it anyway.
   // Platform recording taps both sides; a conversation resumed after a failed transfer is not recorded again.
   const recording = setup.recording === 'platform' && !setup.resume && deps.recordings ? deps.recordings.start(call) : null;
+  if (setup.recording === 'provider' && !setup.resume) deps.providerRecordings?.start(call);
   const playout: Playout = createPlayout(recording ? recordedOutput(output, recording) : output, { now, leadMs: PLAYOUT_LEAD_MS });
   let closed = false;
   let reply: ReplyHandle | null = null;

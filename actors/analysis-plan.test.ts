@@ -1,6 +1,6 @@
 // The post-call analysis's decisions, pure: what a due job does, and what follows a failed attempt.
 import { describe, expect, it } from 'vitest';
-import { afterFailedAttempt, DEFAULT_ANALYSIS_RETRY_MS, LIVE_RECORDING_WAIT_MS, maxAttemptsOf, planJob, RECORDING_POLL_MS } from './analysis-plan.ts';
+import { afterFailedAttempt, DEFAULT_ANALYSIS_RETRY_MS, LIVE_RECORDING_WAIT_MS, maxAttemptsOf, planJob, PROVIDER_RECORDING_WAIT_MS, RECORDING_POLL_MS } from './analysis-plan.ts';
 
 const talk = 'Agent: Hello!\nCaller: I would like a table.\nAgent: Sure.';
 const noRecording: { recording_path: string | null; recording_expected_until: number | null } = { recording_path: null, recording_expected_until: null };
@@ -33,7 +33,7 @@ describe('a due analysis job', () => {
 
 describe('a due analysis job whose call is being recorded', () => {
   const call = { analysis_status: 'pending', transcript: talk, ...noRecording };
-  type Over = { analysis_status?: string; recording_path?: string | null; recording_expected_until?: number | null };
+  type Over = { analysis_status?: string; recording_path?: string | null; recording_expected_until?: number | null; recording_requested_at?: number | null };
   const at = (now: number, over: Over, recordingUnderWay = false) =>
     planJob({ call: { ...call, ...over }, attemptsSoFar: 0, maxAttempts: 3, modelConfigured: true, now, jobCreatedAt: 10_000, recordingUnderWay });
 
@@ -46,6 +46,12 @@ describe('a due analysis job whose call is being recorded', () => {
   it('waits for a recording still under way in this process, looking again each second, for a minute at most', () => {
     expect(at(12_000, {}, true)).toEqual({ kind: 'wait', until: 12_000 + RECORDING_POLL_MS });
     expect(at(10_000 + LIVE_RECORDING_WAIT_MS, {}, true)).toEqual({ kind: 'ask', attempt: 1 });
+  });
+
+  it('waits for a carrier asked to record the call a minute after the end at most', () => {
+    expect(at(12_000, { recording_requested_at: 9_000 })).toEqual({ kind: 'wait', until: 10_000 + PROVIDER_RECORDING_WAIT_MS });
+    expect(at(10_000 + PROVIDER_RECORDING_WAIT_MS, { recording_requested_at: 9_000 })).toEqual({ kind: 'ask', attempt: 1 });
+    expect(at(12_000, { recording_requested_at: 9_000, recording_path: 'recordings/x.mp3' })).toEqual({ kind: 'ask', attempt: 1 });
   });
 
   it('does not wait for a call that is gone or already analysed', () => {

@@ -18,6 +18,12 @@ export const POST_CALL_SETTLE_MS = 500;
  */
 export const LIVE_RECORDING_WAIT_MS = 60_000;
 export const RECORDING_POLL_MS = 1_000;
+/**
+ * A carrier asked to record the call (recording_source provider) says the file is ready
+ * seconds after the call ends; call.completed waits this long after the end for it (a
+ * recording that comes later still reaches the call record, not that event).
+ */
+export const PROVIDER_RECORDING_WAIT_MS = 60_000;
 
 export type JobPlan =
   /** The call was erased or its analysis is recorded already: the job just goes. */
@@ -30,7 +36,9 @@ export type JobPlan =
   | { kind: 'ask'; attempt: number };
 
 export interface PlanInput {
-  call: { analysis_status: string; transcript: string | null; recording_path: string | null; recording_expected_until: number | null } | undefined;
+  call:
+    | { analysis_status: string; transcript: string | null; recording_path: string | null; recording_expected_until: number | null; recording_requested_at?: number | null }
+    | undefined;
   attemptsSoFar: number;
   maxAttempts: number;
   modelConfigured: boolean;
@@ -47,6 +55,8 @@ export function planJob({ call, attemptsSoFar, maxAttempts, modelConfigured, now
     const expected = call.recording_expected_until;
     if (expected !== null && now < expected) return { kind: 'wait', until: expected };
     if (recordingUnderWay && now < jobCreatedAt + LIVE_RECORDING_WAIT_MS) return { kind: 'wait', until: now + RECORDING_POLL_MS };
+    const providerUntil = jobCreatedAt + PROVIDER_RECORDING_WAIT_MS;
+    if ((call.recording_requested_at ?? null) !== null && now < providerUntil) return { kind: 'wait', until: providerUntil };
   }
   // Nothing the caller said: no summary to write, no mood to judge (never answered, busy, silence).
   if (!hasConversation(call.transcript)) return { kind: 'record', status: 'done', reason: 'no conversation to analyse' };

@@ -17,6 +17,7 @@ import { createAnalysisModel } from '../voice/analysis/analysis-client.ts';
 import type { CallWatcher } from './engine-transfer.ts';
 import type { CarrierKeys } from './engine-keypad.ts';
 import type { PlatformRecordings } from './platform-recordings.ts';
+import type { ProviderRecordings } from './provider-recordings.ts';
 
 export interface ConversationRuntime {
   engine: EngineFactory;
@@ -33,6 +34,8 @@ export interface ConversationRuntimeDeps {
   carrierKeys?: CarrierKeys;
   /** Platform recordings (actors/platform-recordings.ts); without them `platform` calls are not recorded. */
   recordings?: PlatformRecordings;
+  /** Provider recordings (actors/provider-recordings.ts); without them `provider` calls are not recorded. */
+  providerRecordings?: ProviderRecordings;
   config: Config;
   clock: () => number;
   metrics: Metrics;
@@ -59,6 +62,7 @@ export async function startConversationRuntime(deps: ConversationRuntimeDeps): P
     // The voicemail screen's classification: one short non-streamed completion, answered within 5 s or not used.
     screenModel: deps.config.llm.apiKey ? createAnalysisModel({ ...deps.config.llm, timeoutMs: 5000 }) : null,
     recordings: deps.recordings,
+    providerRecordings: deps.providerRecordings,
     tools: {
       allowPrivate: deps.config.allowPrivateNetworkTargets,
       // Signed like every webhook: the current secret, and the previous one within its window after a rotation.

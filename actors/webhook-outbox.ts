@@ -22,11 +22,14 @@ import { requestTarget } from '../voice/target-request.ts';
 import { decideAfterAttempt, type AttemptResult } from './webhook-retry.ts';
 import { signatureHeaders } from './webhook-signing.ts';
 import { attemptCrmDelivery } from './crm-delivery.ts';
+import { attemptRecordingFetch } from './recording-fetch.ts';
 
 /** Look at the table at least this often, whatever the timer was armed for. */
 const MAX_SLEEP_MS = 10_000;
 /** After a failed look at the table (the database), look again this soon. */
 const RETRY_MS = 1000;
+/** A carrier's recording file may be long: its download gets more time than a webhook's answer. */
+const RECORDING_FETCH_TIMEOUT_MS = 120_000;
 /** Of a receiver's answer only this much is read; the rest is never downloaded. */
 const MAX_ANSWER_BYTES = 4096;
 
@@ -47,6 +50,8 @@ export interface WebhookOutboxDeps {
   random?: () => number;
   /** An https agent of the caller's (tests: one that trusts the receiver's own CA). */
   agent?: Agent;
+  /** PUBLIC_BASE_URL: a fetched carrier recording's link (actors/recording-fetch.ts); without it none is fetched. */
+  publicBaseUrl?: string;
 }
 
 /** What one attempt came to, as the webhook.test endpoint reports it. */
@@ -126,10 +131,11 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
   /** One attempt: start committed, request, outcome committed. Null when the row was no longer pending. */
   async function attempt(row: DeliveryRow): Promise<AttemptReport | null> {
     const started = clock();
-    const signed = row.kind !== 'crm';
+    // CRM and recording deliveries are not signed: the CRM knows us by the integration's
+    // token, a carrier's media URL by the account's credentials (or its own signature).
+    const signed = row.kind === 'webhook';
     let secrets: string[] = [];
     try {
-      // A CRM delivery is not signed: the CRM knows us by the integration's token.
       if (signed) secrets = storage.integrations.signingSecrets(row.account_id, started);
       // Committed before the request leaves; a row erased or finished meanwhile is not sent.
       if ((signed && secrets.length === 0) || !repo.markAttempt(row.id, started)) return null;
@@ -140,7 +146,11 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
     const signal = abort.signal;
     const result = signed
       ? await sendWebhook(row, secrets, started, signal)
-      : await attemptCrmDelivery(row, { storage, clock, timeoutMs: deps.timeoutMs, signal });
+      : row.kind === 'recording'
+        ? deps.publicBaseUrl === undefined
+          ? { kind: 'abandon' as const, message: 'this process does not fetch recordings' }
+          : await attemptRecordingFetch(row, { storage, clock, publicBaseUrl: deps.publicBaseUrl, timeoutMs: RECORDING_FETCH_TIMEOUT_MS, signal })
+        : await attemptCrmDelivery(row, { storage, clock, timeoutMs: deps.timeoutMs, signal });
     // Shutting down: the outcome of an aborted attempt is not known; the row stays due.
     if (signal.aborted) return null;
     const outcome = decideAfterAttempt({ attempts: row.attempts + 1, result, now: clock(), schedule: deps.schedule, jitter: random() });

@@ -39,6 +39,8 @@ export interface CallRow {
   recording_duration_seconds: number | null;
   /** Epoch ms: a recording is on its way, and call.completed waits for it until then at most. */
   recording_expected_until: number | null;
+  /** Epoch ms the carrier was asked to record the call (recording_source provider); null once the file is here or will not come. */
+  recording_requested_at: number | null;
   voicemail_detected: number;
   avg_latency_ms: number | null;
   analysis_status: string;

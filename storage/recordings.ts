@@ -22,11 +22,12 @@ export function createRecordingsRepo(db: Db) {
   /** Where recording files live: beside the database, as storage/call-erasure.ts expects. */
   const dataDir = db.memory ? null : dirname(resolve(db.name));
   const attach = db.prepare(
-    `UPDATE calls SET recording_url = ?, recording_path = ?, recording_duration_seconds = ?, recording_saved_at = ?, recording_expected_until = NULL
+    `UPDATE calls SET recording_url = ?, recording_path = ?, recording_duration_seconds = ?, recording_saved_at = ?, recording_expected_until = NULL, recording_requested_at = NULL
       WHERE account_id = ? AND internal_id = ?`,
   );
   const expect = db.prepare('UPDATE calls SET recording_expected_until = ? WHERE account_id = ? AND internal_id = ? AND recording_path IS NULL');
-  const giveUp = db.prepare('UPDATE calls SET recording_expected_until = NULL WHERE account_id = ? AND internal_id = ?');
+  const giveUp = db.prepare('UPDATE calls SET recording_expected_until = NULL, recording_requested_at = NULL WHERE account_id = ? AND internal_id = ?');
+  const requested = db.prepare('UPDATE calls SET recording_requested_at = ? WHERE account_id = ? AND internal_id = ? AND recording_path IS NULL');
   const expired = db.prepare<[number, number], ExpiredRecording>(
     `SELECT account_id, internal_id, recording_path FROM calls
       WHERE recording_path IS NOT NULL AND recording_saved_at < ? ORDER BY recording_saved_at LIMIT ?`,
@@ -47,6 +48,10 @@ export function createRecordingsRepo(db: Db) {
     /** A recording of this call is on its way: call.completed waits for it until `untilMs` at most. */
     expect(accountId: string, internalId: string, untilMs: number): void {
       expect.run(untilMs, accountId, internalId);
+    },
+    /** The carrier is asked to record the call (committed before the request leaves): call.completed waits a while after the end. */
+    requested(accountId: string, internalId: string, at: number): void {
+      requested.run(at, accountId, internalId);
     },
     /** The recording will not come (the carrier failed, nothing was heard): call.completed need not wait. */
     giveUp(accountId: string, internalId: string): void {

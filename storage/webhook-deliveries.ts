@@ -10,7 +10,7 @@ import { newPrefixedId } from './ids.ts';
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
 /** `webhook`: a signed POST of `payload` to `url`; `crm`: a contact upsert and a note at the number's CRM (actors/crm-delivery.ts). */
-export type DeliveryKind = 'webhook' | 'crm';
+export type DeliveryKind = 'webhook' | 'crm' | 'recording';
 
 export interface DeliveryRow {
   id: string;
@@ -105,6 +105,10 @@ export function createWebhookDeliveriesRepo(db: Db) {
   );
   const count = db.prepare<Record<string, unknown>, { n: number }>(`SELECT COUNT(*) AS n FROM webhook_deliveries WHERE ${where}`);
 
+  const ofKind = db.prepare<[string, string, string], { n: number }>(
+    "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE account_id = ? AND call_id = ? AND kind = ? AND status != 'failed'",
+  );
+
   const listeners = new Set<(firstDueAt: number) => void>();
 
   return {
@@ -128,6 +132,10 @@ export function createWebhookDeliveriesRepo(db: Db) {
       }
       if (ids.length > 0) for (const l of listeners) l(d.dueAt ?? d.now);
       return ids;
+    },
+    /** A delivery of this kind about the call is pending or delivered (a failed one does not count). */
+    hasOfKind(accountId: string, callId: string, kind: DeliveryKind): boolean {
+      return ofKind.get(accountId, callId, kind)!.n > 0;
     },
     /** Called after each enqueue (inside its transaction) with when the new rows are due. */
     onEnqueued(listener: (firstDueAt: number) => void): () => void {

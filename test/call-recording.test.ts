@@ -135,7 +135,62 @@ describe.each<Provider>(['twilio', 'telnyx'])('platform recording on carrier %s'
   }, 60_000);
 });
 
+describe.each<Provider>(['twilio', 'telnyx'])('provider recording on carrier %s', (provider) => {
+  it('the carrier is asked to record the call; its file is fetched once into DATA_DIR and served at the call’s link before call.completed', async () => {
+    const c = await recordingCustomer(provider, { recording_source: 'provider' });
+    const { far, record } = await converse(c);
+
+    // What the carrier saw: one recording asked for on the call, its file downloaded once.
+    if (provider === 'twilio') {
+      const call = stack.sims.twilio.calls.get(far.id)!;
+      expect(call.recordings).toHaveLength(1);
+      expect(call.recordings[0]!.downloads).toBe(1);
+      expect(call.webhooks.filter((w) => w.kind === 'recording').map((w) => w.status)).toEqual([204]);
+    } else {
+      const call = stack.sims.telnyx.calls.calls.get(far.id)!;
+      expect(call.commands.filter((x) => x.action === 'record_start').map((x) => [x.body['format'], x.body['channels']])).toEqual([['mp3', 'single']]);
+      expect(call.recording?.downloads).toBe(1);
+    }
+
+    // The analysis waited for it: the link and its length are on the record with the analysis.
+    expect(record.recording_url).toMatch(/^https:\/\/switchboard\.test\/recordings\/[A-Za-z0-9_-]{32}\.mp3$/);
+    const got = await fetchLink(new URL(record.recording_url).pathname);
+    expect(got.status).toBe(200);
+    expect(got.type).toBe('audio/mpeg');
+    const { codec, duration } = probe(got.bytes);
+    expect(codec).toBe('mp3');
+    expect(record.recording_duration_seconds).toBeGreaterThan(0);
+    expect(Math.abs(duration - record.recording_duration_seconds)).toBeLessThan(1);
+    // The agent's voice is in it (the simulated carrier records what the service played).
+    const pcm = decode(got.bytes);
+    expect(rmsBetween(pcm, 0, pcm.length / 8000)).toBeGreaterThan(0.005);
+  }, 60_000);
+});
+
+describe('a carrier recording whose download fails', () => {
+  it('is fetched again on the delivery schedule, and the analysis waits for it', async () => {
+    const c = await recordingCustomer('twilio', { recording_source: 'provider' });
+    stack.sims.twilio.fail({ status: 503, match: (r) => r.method === 'GET' && r.path.endsWith('.mp3') });
+    const { far, record } = await converse(c);
+    const call = stack.sims.twilio.calls.get(far.id)!;
+    const downloads = stack.sims.twilio.requests.filter((r) => r.method === 'GET' && r.path.endsWith(`${call.recordings[0]!.sid}.mp3`));
+    expect(downloads.map((r) => r.fault ?? 'ok')).toEqual(['status', 'ok']);
+    expect(record.recording_url).toMatch(/\/recordings\/[A-Za-z0-9_-]{32}\.mp3$/);
+    const deliveries = await stack.server.request('GET', `/v1/webhooks/deliveries?call_id=${encodeURIComponent(far.id)}`, { key: c.key });
+    expect(deliveries.body.deliveries.filter((d: { event: string }) => d.event === 'recording.fetch')).toMatchObject([{ status: 'delivered', attempts: 2 }]);
+  }, 60_000);
+});
+
 describe('what is not recorded', () => {
+  it('a recording callback that is not signed with the number’s auth token is refused and changes nothing', async () => {
+    const res = await stack.server.request('POST', '/carrier/twilio/recording?cid=call_nobody', {
+      rawBody: 'CallSid=CA00000000000000000000000000000000&RecordingStatus=completed&RecordingUrl=https%3A%2F%2Fexample.com%2Fr',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': 'not-a-signature' },
+    });
+    expect(res.status).toBe(403);
+    expect(res.body.error).toMatchObject({ type: 'permission_error', code: 'invalid_signature' });
+  });
+
   it('the number’s record_call false beats the agent’s true: no link, the transcript kept; null inherits the agent', async () => {
     const c = await recordingCustomer('telnyx');
     await setNumberRecording(c, false);

@@ -16,6 +16,7 @@
 // that is on another application.
 // Incoming calls are routed (answered with a media stream, refused busy, or refused);
 // other events go to the call's actor.
+import { enqueueRecordingFetch } from '../../actors/recording-fetch.ts';
 import { z } from 'zod';
 import { ApiError } from '../errors.ts';
 import { defineRoute, ok } from '../route.ts';
@@ -67,6 +68,13 @@ export function carrierTelnyxRoutes({ storage, config, clock, calls, carrierKeys
       const named = storage.calls.findNumber(hook.to);
       return named && onTokensApplication(tokenNumber, named) ? { number: named, callId: null } : null;
     }
+    if (hook.kind === 'recording') {
+      // Comes after the call's end: the call is known by its row, live or not.
+      const row = hook.callId === null ? undefined : storage.calls.getByInternalId(hook.callId);
+      if (!row || row.phone_number === null) return { number: tokenNumber, callId: null };
+      const named = storage.calls.findNumber(row.phone_number);
+      return named && named.account_id === row.account_id && onTokensApplication(tokenNumber, named) ? { number: named, callId: hook.callId } : null;
+    }
     const id = hook.callId ?? calls.findAnyByCarrierCallId(hook.carrierCallId);
     const ctx = id === null ? null : calls.contextOf(id);
     // A call we do not know is acknowledged and ignored, once signed for the token's number.
@@ -100,6 +108,7 @@ export function carrierTelnyxRoutes({ storage, config, clock, calls, carrierKeys
             'When a pre-call URL is set (the number’s, else its agent’s) it is asked first, within 3 s, before the answer command: `reject` is ' +
             'refused with `reject` CALL_REJECTED (recorded canceled/precall_rejected), `transfer` handed on with the `transfer` command ' +
             '(recorded completed/transferred). ' +
+            '`call.recording.saved` (a recording `record_start` asked for, recording_source provider) commits the fetch of its MP3 into DATA_DIR (a `recording.fetch` delivery). ' +
             'Events of unknown calls are ignored. 403 invalid_signature, with nothing written: an unknown token, a missing, bad or stale signature, ' +
             'a number without a stored public key (imported before the key was required: import it again with telnyx_public_key), or an event naming ' +
             'a number not imported here or not on this token’s application.',
@@ -129,6 +138,16 @@ export function carrierTelnyxRoutes({ storage, config, clock, calls, carrierKeys
         }
 
         if (hook.kind === 'ignored') return ok({ received: true });
+        if (hook.kind === 'recording') {
+          // The fetch is committed now and made by the outbox (actors/recording-fetch.ts); a repeat adds nothing.
+          if (subject.callId !== null) {
+            const row = storage.calls.getByInternalId(subject.callId);
+            if (row && row.carrier_call_id === hook.carrierCallId) {
+              enqueueRecordingFetch(storage, { accountId: row.account_id, internalId: subject.callId, url: hook.url, job: { provider: 'telnyx', duration_seconds: hook.seconds }, now: clock() });
+            }
+          }
+          return ok({ received: true });
+        }
         if (hook.kind === 'event' || hook.kind === 'transfer') {
           const ctx = subject.callId === null ? null : calls.contextOf(subject.callId);
           // A transfer's steps (its target leg's events, the caller's bridge) are the transfer's, never the call's own end.

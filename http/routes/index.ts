@@ -12,12 +12,13 @@ import { callerRoutes } from './callers.ts';
 import { callRoutes } from './calls.ts';
 import { carrierTwilioRoutes } from './carrier-twilio.ts';
 import { carrierTwilioTransferRoutes } from './carrier-twilio-transfer.ts';
+import { carrierTwilioRecordingRoutes } from './carrier-twilio-recording.ts';
 import { carrierTelnyxRoutes } from './carrier-telnyx.ts';
 import { debugRoutes } from './debug.ts';
 import { recordingRoutes } from './recordings.ts';
 
 export function allRoutes(deps: AppDeps): RouteDef<any, any>[] {
   const routes: RouteDef<any, any>[] = [];
-  routes.push(...keyRoutes(deps), ...accountRoutes(deps), ...phoneNumberRoutes(deps), ...callerRoutes(deps), ...agentRoutes(deps), ...voiceRoutes(), ...integrationRoutes(deps), ...callRoutes(deps), ...carrierTwilioRoutes(deps), ...carrierTwilioTransferRoutes(deps), ...carrierTelnyxRoutes(deps), ...debugRoutes(deps), ...recordingRoutes(deps), ...systemRoutes(deps, () => routes));
+  routes.push(...keyRoutes(deps), ...accountRoutes(deps), ...phoneNumberRoutes(deps), ...callerRoutes(deps), ...agentRoutes(deps), ...voiceRoutes(), ...integrationRoutes(deps), ...callRoutes(deps), ...carrierTwilioRoutes(deps), ...carrierTwilioTransferRoutes(deps), ...carrierTwilioRecordingRoutes(deps), ...carrierTelnyxRoutes(deps), ...debugRoutes(deps), ...recordingRoutes(deps), ...systemRoutes(deps, () => routes));
   return routes;
 }

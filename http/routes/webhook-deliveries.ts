@@ -21,7 +21,7 @@ const deliveryView = z.object({
   delivery_id: z.string().meta({ description: 'The `webhook-id` header of every attempt of this delivery: the receiver’s de-duplication key.', example: 'whd_4Qm2Zc9WbT1rLx7Ku3Pd8sYe' }),
   event: z.string().meta({
     description:
-      '`call.started`, `call.completed` or `webhook.test` (signed POSTs to your URLs), or `crm.contact_note`: the CRM sync of a completed call on a number with a CRM integration (the caller upserted as a contact by phone, then a note with the call’s summary added to it), sent with the integration’s token and not signed.',
+      '`call.started`, `call.completed` or `webhook.test` (signed POSTs to your URLs), `crm.contact_note`: the CRM sync of a completed call on a number with a CRM integration (the caller upserted as a contact by phone, then a note with the call’s summary added to it), sent with the integration’s token and not signed, or `recording.fetch`: the download of a carrier’s recording of the call (recording_source `provider`) into this service, from the carrier’s media URL.',
   }),
   url: z.string().meta({ description: 'Where it goes: your webhook URL, or for `crm.contact_note` the CRM’s contact upsert endpoint (`{CRM_BASE_URL}/contacts/upsert`; the note goes to `/contacts/{contactId}/notes`).' }),
   status: z.enum(STATUSES),

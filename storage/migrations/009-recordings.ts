@@ -8,6 +8,7 @@ export const recordings: Migration = {
   sql: `
 ALTER TABLE calls ADD COLUMN recording_expected_until INTEGER;   -- epoch ms: a recording is coming; call.completed waits until then at most
 ALTER TABLE calls ADD COLUMN recording_saved_at INTEGER;         -- epoch ms the file was stored; retention counts from it
+ALTER TABLE calls ADD COLUMN recording_requested_at INTEGER;     -- epoch ms the carrier was asked to record (recording_source provider)
 CREATE INDEX calls_recording_saved ON calls(recording_saved_at) WHERE recording_path IS NOT NULL;
 `,
 };

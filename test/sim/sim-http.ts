@@ -203,9 +203,10 @@ export async function startSimServer<Body>(
           return;
         }
         if (res.destroyed) return;
-        const payload = typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body ?? null);
+        const binary = answer.body instanceof Uint8Array;
+        const payload = binary ? (answer.body as Uint8Array) : typeof answer.body === 'string' ? answer.body : JSON.stringify(answer.body ?? null);
         res.writeHead(answer.status, {
-          'content-type': typeof answer.body === 'string' ? 'text/plain' : 'application/json',
+          'content-type': binary ? 'application/octet-stream' : typeof answer.body === 'string' ? 'text/plain' : 'application/json',
           ...answer.headers,
         });
         res.end(answer.status === 204 ? undefined : payload);

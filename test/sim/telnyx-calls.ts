@@ -35,6 +35,7 @@
 //   after the end, then 404 (`expire(id)` forgets one at once);
 // - `GET /v2/connections/{id}/active_calls` lists the calls not yet ended, cursor-paged.
 
+import { simHex, simRecordingMp3, simRecordingReady } from './sim-recording.ts';
 import type { FarEndAudio } from './far-end-playback.ts';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { signTelnyx } from '../../voice/carriers/telnyx-signature.ts';
@@ -89,6 +90,8 @@ export interface SimCall {
   bridgedAt: number | null;
   /** The leg a `transfer` command placed from this call. */
   transferLeg: string | null;
+  /** The recording `record_start` began; its file and `call.recording.saved` come after the hang-up. */
+  recording: { id: string; startedAt: number; mp3: Uint8Array | null; downloads: number } | null;
 }
 
 /** One webhook delivery, recorded once the receiver answered (or failed to). */
@@ -485,7 +488,7 @@ export class TelnyxCalls {
   private command({ req, apiKey, params }: TelnyxRouteContext): SimResponse {
     const call = this.calls.get(decodeURIComponent(params[0] ?? ''));
     const action = params[1] ?? '';
-    if (!call || !this.state.sameAccount(call.apiKey, apiKey) || !['answer', 'reject', 'hangup', 'transfer', 'speak', 'bridge', 'streaming_stop'].includes(action)) return notFound();
+    if (!call || !this.state.sameAccount(call.apiKey, apiKey) || !['answer', 'reject', 'hangup', 'transfer', 'speak', 'bridge', 'streaming_stop', 'record_start'].includes(action)) return notFound();
     const raw = req.body ?? {};
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
       return telnyxError(400, '10015', 'Bad Request', 'The request failed because it was not well-formed.');
@@ -517,6 +520,13 @@ export class TelnyxCalls {
       call.transferredTo = body.to;
       if (call.status !== 'answered') this.answer(call);
       else this.transferLeg(call, body);
+      return ok();
+    }
+    if (action === 'record_start') {
+      if (call.status !== 'answered') return invalid('call_control_id', 'The call must be answered to record it.');
+      if (body.format !== 'mp3' && body.format !== 'wav') return invalid('format', 'format must be mp3 or wav.');
+      if (body.channels !== 'single' && body.channels !== 'dual') return invalid('channels', 'channels must be single or dual.');
+      call.recording ??= { id: simHex(16), startedAt: now, mp3: null, downloads: 0 };
       return ok();
     }
     if (action === 'speak' || action === 'bridge' || action === 'streaming_stop') return this.legCommand(call, action, body);
@@ -632,6 +642,7 @@ export class TelnyxCalls {
       timeLimitSecs: 14400,
       commands: [],
       webhooks: [],
+      recording: null,
       media: null,
       expired: false,
       transferredTo: null,
@@ -749,7 +760,37 @@ export class TelnyxCalls {
         hangup_source: source,
         sip_hangup_cause: SIP_CAUSES[cause] ?? 'unspecified',
       });
+      const rec = call.recording;
+      if (rec && rec.mp3 === null) {
+        const seconds = Math.max(1, Math.round((call.endedAt! - rec.startedAt) / 1000));
+        rec.mp3 = await simRecordingMp3(call.media?.audio ?? [], seconds);
+        await simRecordingReady();
+        await this.deliver(call, 'call.recording.saved', {
+          recording_id: rec.id,
+          channels: 'single',
+          format: 'mp3',
+          recording_started_at: new Date(rec.startedAt).toISOString(),
+          recording_ended_at: new Date(call.endedAt!).toISOString(),
+          recording_urls: { mp3: `${this.apiBase}/sim-recordings/${rec.id}.mp3` },
+          public_recording_urls: {},
+        });
+      }
     });
+  }
+
+  /** The sim's own base URL (set once it listens): recording links point at it. */
+  apiBase = '';
+
+  /** A recording's file by its pre-signed link (no API key). */
+  recordingFile(id: string): SimResponse {
+    for (const call of this.calls.values()) {
+      const rec = call.recording;
+      if (rec && rec.id === id && rec.mp3 !== null) {
+        rec.downloads++;
+        return { status: 200, body: rec.mp3, headers: { 'content-type': 'audio/mpeg' } };
+      }
+    }
+    return { status: 404, body: '<Error><Code>NoSuchKey</Code></Error>', headers: { 'content-type': 'application/xml' } };
   }
 
   private async deliver(call: SimCall, eventType: string, extra: Record<string, unknown>): Promise<void> {

@@ -324,7 +324,8 @@ export async function startTelnyxSim(routes: TelnyxRoute[] = numberRoutes, opts:
   const state = new TelnyxState();
   const calls = new TelnyxCalls(state, opts);
   const all = [...routes, ...calls.routes()];
-  const server = await startSimServer<unknown>(parseJson, (req) => dispatch(state, all, req), opts.port ?? 0, TELNYX_ENDPOINTS);
+  const server = await startSimServer<unknown>(parseJson, (req) => dispatch(state, all, req, calls), opts.port ?? 0, TELNYX_ENDPOINTS);
+  calls.apiBase = server.baseUrl;
   return {
     baseUrl: server.baseUrl,
     state,
@@ -371,7 +372,10 @@ export const TELNYX_ENDPOINTS = {
   lookup: (r: TelnyxSimRequest) => r.method === 'GET' && (/^\/v2\/calls\/[^/]+$/.test(r.path) || /^\/v2\/connections\/[^/]+\/active_calls$/.test(r.path)),
 };
 
-function dispatch(state: TelnyxState, routes: TelnyxRoute[], req: TelnyxSimRequest): SimResponse {
+function dispatch(state: TelnyxState, routes: TelnyxRoute[], req: TelnyxSimRequest, calls: TelnyxCalls): SimResponse {
+  // Recording files are pre-signed links (S3 at the carrier): no API key.
+  const file = /^\/sim-recordings\/([0-9a-f]{32})\.mp3$/.exec(req.path);
+  if (file && req.method === 'GET') return calls.recordingFile(file[1] ?? '');
   const key = /^Bearer\s+(\S+)$/i.exec(req.headers.authorization ?? '')?.[1];
   if (key === undefined || !state.apiKeys.has(key)) {
     return telnyxError(401, '10009', 'Authentication failed', 'The required authentication headers were either invalid or not included in the request.');

@@ -17,6 +17,7 @@
 // `initiated` step), null while it is still queued, as the carrier documents it;
 // `end_time` and `duration` (connected seconds) are set once it ends.
 
+import { simHex, simRecordingMp3, simRecordingReady } from './sim-recording.ts';
 import type { FarEndAudio } from './far-end-playback.ts';
 import { SimClock, type SimResponse } from './sim-http.ts';
 import { connectTwilioMedia, type TwilioMediaClient } from './twilio-media-client.ts';
@@ -62,6 +63,20 @@ export interface TwilioSimDial {
   readonly dialCallStatus: string | null;
 }
 
+/** A recording started on a call (`POST …/Calls/{Sid}/Recordings.json`). */
+export interface TwilioSimRecording {
+  readonly sid: string;
+  readonly callSid: string;
+  readonly statusCallback: string | null;
+  readonly startedAt: number;
+  status: 'in-progress' | 'completed';
+  /** The file, once the call ended. */
+  mp3: Uint8Array | null;
+  durationSec: number;
+  /** GETs of the file with the account's credentials. */
+  downloads: number;
+}
+
 export interface TwilioSimCall {
   readonly sid: string;
   readonly accountSid: string;
@@ -88,6 +103,8 @@ export interface TwilioSimCall {
   readonly stream: TwilioMediaClient | null;
   readonly streams: TwilioMediaClient[];
   readonly webhooks: TwilioSimWebhook[];
+  /** Recordings the service started on the call. */
+  readonly recordings: TwilioSimRecording[];
   /** Resolves with the final status once the final status callback (if any) was answered. */
   readonly ended: Promise<TwilioSimCallStatus>;
 }
@@ -263,8 +280,72 @@ export class TwilioCalls {
         pattern: /^\/Calls\/(CA[0-9a-fA-F]{32})\.json$/,
         handle: ({ req, accountSid, params }) => this.update(accountSid, params[0] ?? '', req.path, req.body),
       },
+      {
+        method: 'POST',
+        pattern: /^\/Calls\/(CA[0-9a-fA-F]{32})\/Recordings\.json$/,
+        handle: ({ req, accountSid, params }) => this.startRecording(accountSid, params[0] ?? '', req.path, req.body),
+      },
+      {
+        method: 'GET',
+        pattern: /^\/Recordings\/(RE[0-9a-fA-F]{32})\.mp3$/,
+        handle: ({ req, accountSid, params }) => {
+          const rec = this.recordingsBySid.get(params[0] ?? '');
+          const call = rec ? this.live.get(rec.callSid) : undefined;
+          if (!rec || !call || call.accountSid !== accountSid || rec.mp3 === null) return notFound(req.path);
+          rec.downloads++;
+          return { status: 200, body: rec.mp3, headers: { 'content-type': 'audio/mpeg' } };
+        },
+      },
     ];
   }
+
+  /** Carrier A records a live call on request; the file and its status callback come when the call ends. */
+  private readonly recordingsBySid = new Map<string, TwilioSimRecording>();
+
+  private startRecording(accountSid: string, sid: string, path: string, form: TwilioSimForm): SimResponse {
+    const call = this.live.get(sid);
+    if (!call || call.accountSid !== accountSid || call.finished) return notFound(path);
+    if (call.answeredAt === null) return twilioError(400, 21220, 'Call is not in-progress. Cannot start a recording.');
+    const rec: TwilioSimRecording = {
+      sid: `RE${simHex(16)}`,
+      callSid: sid,
+      statusCallback: first(form.RecordingStatusCallback) ?? null,
+      startedAt: this.clock.now(),
+      status: 'in-progress',
+      mp3: null,
+      durationSec: 0,
+      downloads: 0,
+    };
+    call.recordings.push(rec);
+    this.recordingsBySid.set(rec.sid, rec);
+    return { status: 201, body: { sid: rec.sid, call_sid: sid, account_sid: accountSid, status: 'in-progress', channels: 1, source: 'StartCallRecordingAPI' } };
+  }
+
+  /** After the call ended: each recording's file, then its status callback (signed like every webhook). */
+  private async finishRecordings(call: LiveCall): Promise<void> {
+    for (const rec of call.recordings) {
+      if (rec.status === 'completed') continue;
+      rec.durationSec = Math.max(1, Math.round(((call.endedAt ?? this.clock.now()) - rec.startedAt) / 1000));
+      rec.mp3 = await simRecordingMp3(call.streams.map((s) => s.receivedAudio()), rec.durationSec);
+      await simRecordingReady();
+      rec.status = 'completed';
+      if (!rec.statusCallback || this.closing.signal.aborted) continue;
+      await this.post(call, 'recording', rec.statusCallback, {
+        AccountSid: call.accountSid,
+        CallSid: call.sid,
+        RecordingSid: rec.sid,
+        RecordingUrl: `${this.apiBase}/2010-04-01/Accounts/${call.accountSid}/Recordings/${rec.sid}`,
+        RecordingStatus: 'completed',
+        RecordingDuration: String(rec.durationSec),
+        RecordingChannels: '1',
+        RecordingSource: 'StartCallRecordingAPI',
+        RecordingStartTime: rfc2822(rec.startedAt),
+      });
+    }
+  }
+
+  /** The sim's own base URL (set once it listens): recordings' media URLs point at it. */
+  apiBase = '';
 
   /** Stops every call without further webhooks and closes every stream. */
   async close(): Promise<void> {
@@ -415,6 +496,7 @@ export class TwilioCalls {
       stream: null,
       streams: [],
       webhooks: [],
+      recordings: [],
       ended,
       seq: 0,
       chain: Promise.resolve(),
@@ -704,6 +786,7 @@ export class TwilioCalls {
       await previous;
       await stopped;
       if (final && call.statusCallback && !this.closing.signal.aborted) await this.post(call, 'status', call.statusCallback, final);
+      await this.finishRecordings(call);
       call.resolveEnded(status);
     })();
   }

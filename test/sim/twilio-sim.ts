@@ -248,6 +248,7 @@ export async function startTwilioSim(opts: TwilioSimOptions = {}): Promise<Twili
   const calls = new TwilioCalls(state, opts);
   const routes = [...numberRoutes, ...calls.routes(), ...(opts.extraRoutes ?? [])];
   const server = await startSimServer<TwilioSimForm>(parseForm, (req) => dispatch(state, routes, req), opts.port ?? 0, TWILIO_ENDPOINTS);
+  calls.apiBase = server.baseUrl;
   return {
     baseUrl: server.baseUrl,
     state,

@@ -9,7 +9,7 @@ import { signTwilio } from '../../voice/carriers/twilio-signature.ts';
 /** One webhook the sim sent, with the answer it got. */
 export interface TwilioSimWebhook {
   callSid: string;
-  kind: 'voice' | 'status' | 'amd';
+  kind: 'voice' | 'status' | 'amd' | 'recording';
   /** The URL as given to the carrier: what the signature covers. */
   url: string;
   params: Record<string, string>;

@@ -147,6 +147,8 @@ export interface TelnyxRest {
   speak(callControlId: string, params: TelnyxSpeakParams): Promise<void>;
   /** Joins two live legs; call.bridged follows on each. */
   bridge(callControlId: string, params: { call_control_id: string; command_id: string }): Promise<void>;
+  /** Starts the carrier's recording of the call; `call.recording.saved` follows after it ends, with the file's URLs. */
+  recordStart(callControlId: string, params: { format: 'mp3' | 'wav'; channels: 'single' | 'dual'; command_id: string }): Promise<void>;
   /** Stops the call's media stream; the call goes on. */
   streamingStop(callControlId: string, params: { command_id: string }): Promise<void>;
   /** Ends the call. A call already over is a CarrierRequestError 422 code "90018". */
@@ -263,6 +265,7 @@ export function createTelnyxRest(opts: TelnyxRestOptions): TelnyxRest {
     answer: (id, params) => command(id, 'answer', params),
     reject: (id, cause) => command(id, 'reject', { cause }),
     transfer: (id, params) => command(id, 'transfer', params),
+    recordStart: (id, params) => command(id, 'record_start', params),
     async dialLeg(params) {
       const data = await request('POST', '/v2/calls', params);
       if (!isCallIds(data)) throw new CarrierUnreachableError('telnyx', 'telnyx dial answered without call ids', 200);

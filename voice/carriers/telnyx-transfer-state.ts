@@ -25,7 +25,17 @@ export interface TelnyxTransferWebhook {
 }
 
 /** What parseTelnyxWebhook returns: the carrier-neutral kinds, or a transfer step. */
-export type TelnyxWebhook = CarrierWebhook | TelnyxTransferWebhook;
+export type TelnyxWebhook = CarrierWebhook | TelnyxTransferWebhook | TelnyxRecordingWebhook;
+
+/** `call.recording.saved`: the carrier's recording of a call (record_start) is ready at `url` (MP3, pre-signed). */
+export interface TelnyxRecordingWebhook {
+  kind: 'recording';
+  callId: string | null;
+  carrierCallId: string;
+  url: string;
+  /** From recording_started_at to recording_ended_at; null when the carrier did not say. */
+  seconds: number | null;
+}
 
 const MARKER = /^(call_[0-9A-Za-z]{1,64})#t([1-9][0-9]{0,5})$/;
 

@@ -295,7 +295,15 @@ const HANDLED = new Set([
   'call.speak.ended',
   // A key the caller pressed (the media stream may report it too; the conversation keeps one).
   'call.dtmf.received',
+  // The recording record_start asked for is ready (recording_source provider).
+  'call.recording.saved',
 ]);
+
+const recordingSavedSchema = z.object({
+  recording_urls: z.object({ mp3: z.url({ protocol: /^https?$/ }) }),
+  recording_started_at: z.iso.datetime({ offset: true }).nullish(),
+  recording_ended_at: z.iso.datetime({ offset: true }).nullish(),
+});
 
 const LEG_STEPS: Readonly<Record<string, TelnyxLegStep>> = {
   'call.initiated': 'initiated',
@@ -339,6 +347,13 @@ export function parseTelnyxWebhook(rawJson: string | Uint8Array, at: number): Te
   if (type === 'call.bridged') return { kind: 'transfer', callId, attempt: null, carrierCallId, step: 'bridged', cause: null };
   if (type === 'call.speak.ended') return { kind: 'ignored', reason: 'call.speak.ended of a call that is not a transfer leg' };
   const event = (e: CallEvent): CarrierWebhook => ({ kind: 'event', callId, carrierCallId, event: e });
+  if (type === 'call.recording.saved') {
+    const saved = recordingSavedSchema.safeParse(p);
+    if (!saved.success) return { kind: 'ignored', reason: 'malformed: call.recording.saved without recording_urls.mp3' };
+    const { recording_started_at: from, recording_ended_at: to } = saved.data;
+    const seconds = from && to ? Math.max(0, Math.round((Date.parse(to) - Date.parse(from)) / 10) / 100) : null;
+    return { kind: 'recording', callId, carrierCallId, url: saved.data.recording_urls.mp3, seconds };
+  }
 
   switch (type) {
     case 'call.initiated': {

@@ -118,6 +118,11 @@ export interface TwilioRest {
    * `pageSize` (default 10 of 1000); more is an error rather than a silently partial answer).
    */
   listCalls(filter: TwilioCallFilter, opts?: { maxPages?: number; pageSize?: number }): Promise<TwilioCall[]>;
+  /**
+   * Starts recording a live call (`POST …/Calls/{Sid}/Recordings.json`); the recording
+   * status callback says when its file is ready. Answers the recording's sid.
+   */
+  startRecording(callSid: string, opts: { statusCallback: string }): Promise<string>;
 }
 
 export function createTwilioRest(opts: TwilioRestOptions): TwilioRest {
@@ -196,6 +201,18 @@ export function createTwilioRest(opts: TwilioRestOptions): TwilioRest {
     async updateCall(callSid: string, update: { Status: 'completed' | 'canceled' } | { Twiml: string }) {
       const body = await request('POST', `/Calls/${encodeURIComponent(callSid)}.json`, 'Twiml' in update ? { Twiml: update.Twiml } : { Status: update.Status });
       return asCall(body, 'call update');
+    },
+
+    async startRecording(callSid, recOpts) {
+      const body = await request('POST', `/Calls/${encodeURIComponent(callSid)}/Recordings.json`, {
+        RecordingStatusCallback: recOpts.statusCallback,
+        RecordingStatusCallbackMethod: 'POST',
+        RecordingStatusCallbackEvent: 'completed',
+        RecordingChannels: 'mono',
+      });
+      const sid = (body as { sid?: unknown } | null)?.sid;
+      if (typeof sid !== 'string') throw new CarrierUnreachableError('twilio', 'twilio recording start answered without a sid', 200);
+      return sid;
     },
 
     async fetchCall(callSid) {
