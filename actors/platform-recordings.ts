@@ -7,10 +7,10 @@ import type { Logger } from 'pino';
 import type { Storage } from '../storage/index.ts';
 import type { EngineCall, MediaOutput } from '../voice/engine/engine.ts';
 import { createCallRecorder, type CallRecorder } from '../voice/recording/call-recorder.ts';
-import { encodeMp3, MP3_SAMPLE_RATE } from '../voice/recording/mp3.ts';
+import { encodeMp3From, MP3_SAMPLE_RATE } from '../voice/recording/mp3.ts';
 import { storeRecording } from './recording-store.ts';
 
-export interface EngineRecording extends Omit<CallRecorder, 'mix'> {
+export interface EngineRecording extends Pick<CallRecorder, 'inbound' | 'outbound' | 'clear'> {
   /** The AI leg ended: encode and attach the file to the call (asynchronously; never throws). */
   finish(): void;
 }
@@ -44,10 +44,11 @@ export function createPlatformRecordings(deps: PlatformRecordingsDeps): Platform
   const pending = new Set<Promise<void>>();
   const recording = new Set<string>();
 
-  async function save(call: EngineCall, pcm: Int16Array): Promise<void> {
+  async function save(call: EngineCall, rec: CallRecorder, samples: number): Promise<void> {
     const started = performance.now();
-    const mp3 = await encodeMp3(pcm);
-    const seconds = Math.round((pcm.length / MP3_SAMPLE_RATE) * 100) / 100;
+    // Mixed slice by slice as it is encoded: no long hold of the event loop the live calls share.
+    const mp3 = await encodeMp3From(samples, (from, out) => rec.mixRange(from, out));
+    const seconds = Math.round((samples / MP3_SAMPLE_RATE) * 100) / 100;
     const stored = await storeRecording({ storage: deps.storage, publicBaseUrl: deps.publicBaseUrl, clock: deps.clock }, { accountId: call.accountId, internalId: call.callId }, mp3, seconds);
     deps.log.info({ call_id: call.callId, seconds, bytes: mp3.length, stored: stored !== null, encode_ms: Math.round(performance.now() - started) }, 'call recording saved');
   }
@@ -65,11 +66,11 @@ export function createPlatformRecordings(deps: PlatformRecordingsDeps): Platform
           if (done) return;
           done = true;
           recording.delete(call.callId);
-          const pcm = rec.mix();
-          if (deps.storage.recordings.dataDir === null || pcm.length === 0) return;
+          const samples = rec.length();
+          if (deps.storage.recordings.dataDir === null || samples === 0) return;
           // Committed before the encoding starts: a restart meanwhile still bounds the wait.
           deps.storage.recordings.expect(call.accountId, call.callId, deps.clock() + PLATFORM_RECORDING_WAIT_MS);
-          const p = save(call, pcm)
+          const p = save(call, rec, samples)
             .catch((err: unknown) => {
               deps.log.error({ err, call_id: call.callId }, 'call recording could not be saved');
               deps.storage.recordings.giveUp(call.accountId, call.callId);

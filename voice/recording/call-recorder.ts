@@ -18,6 +18,14 @@ class Track {
     this.length = Math.max(this.length, at + bytes.length);
   }
 
+  /** `n` bytes from `at`, silence past what was written. */
+  bufAt(at: number, n: number): Uint8Array {
+    if (at + n <= this.buf.length) return this.buf.subarray(at, at + n);
+    const out = new Uint8Array(n).fill(SILENCE);
+    if (at < this.buf.length) out.set(this.buf.subarray(at));
+    return out;
+  }
+
   /** Silences everything from `at` on (audio that was queued but never played). */
   cut(at: number): void {
     if (at >= this.length) return;
@@ -40,7 +48,15 @@ export interface CallRecorder {
   outbound(mulaw: Uint8Array): void;
   /** The carrier dropped what it had not played (barge-in). */
   clear(): void;
-  /** Both sides mixed into 16-bit PCM at 8 kHz. */
+  /** Samples on the timeline so far (the longer side's end). */
+  length(): number;
+  /**
+   * Both sides mixed into 16-bit PCM at 8 kHz, samples [from, from + out.length): a
+   * finished call is mixed slice by slice as it is encoded (a ten-minute call mixed at
+   * once held the event loop some 40 ms).
+   */
+  mixRange(from: number, out: Int16Array): void;
+  /** Both sides mixed, whole (tests). */
   mix(): Int16Array;
 }
 
@@ -68,15 +84,20 @@ export function createCallRecorder(now: () => number): CallRecorder {
       outEnd = Math.min(outEnd, pos());
       agent.cut(outEnd);
     },
-    mix() {
-      const n = Math.max(caller.length, agent.length);
-      const a = decodeMulaw(caller.buf.subarray(0, n));
-      const b = decodeMulaw(agent.buf.subarray(0, n));
-      const out = new Int16Array(n);
+    length: () => Math.max(caller.length, agent.length),
+    mixRange(from, out) {
+      const n = out.length;
+      // Both tracks are reserved (silence) at least as far as the longer one was written.
+      const a = decodeMulaw(caller.bufAt(from, n));
+      const b = decodeMulaw(agent.bufAt(from, n));
       for (let i = 0; i < n; i++) {
         const s = a[i]! + b[i]!;
         out[i] = s > 32767 ? 32767 : s < -32768 ? -32768 : s;
       }
+    },
+    mix() {
+      const out = new Int16Array(Math.max(caller.length, agent.length));
+      this.mixRange(0, out);
       return out;
     },
   };

@@ -10,11 +10,18 @@ const SLICE = 576 * 8;
 
 const yieldToLoop = () => new Promise<void>((r) => setImmediate(r));
 
-export async function encodeMp3(pcm: Int16Array): Promise<Buffer> {
+export function encodeMp3(pcm: Int16Array): Promise<Buffer> {
+  return encodeMp3From(pcm.length, (from, out) => out.set(pcm.subarray(from, from + out.length)));
+}
+
+/** `length` samples, each slice read into `out` by `read` just before it is encoded. */
+export async function encodeMp3From(length: number, read: (from: number, out: Int16Array) => void): Promise<Buffer> {
   const enc = new Mp3Encoder(1, SAMPLE_RATE, KBPS);
   const parts: Uint8Array[] = [];
-  for (let i = 0; i < pcm.length; i += SLICE) {
-    const out = enc.encodeBuffer(pcm.subarray(i, Math.min(i + SLICE, pcm.length)));
+  for (let i = 0; i < length; i += SLICE) {
+    const chunk = new Int16Array(Math.min(SLICE, length - i));
+    read(i, chunk);
+    const out = enc.encodeBuffer(chunk);
     if (out.length > 0) parts.push(Uint8Array.from(out));
     await yieldToLoop();
   }
