@@ -37,11 +37,13 @@
 //   `transfer_failed` reply; a connected one closes the conversation, and nothing is
 //   said or asked after it;
 // - a restore: same state value, same context.
-// After the commands, either the call hangs up (nothing may happen after), or, in runs
-// without a restore, the caller goes quiet and the engine plays every reply out: the
-// conversation must end by itself (no dead air for ever).
-// Runs with a restore are exempt because XState v5 does not persist pending delays
-// (statelyai/xstate#5331): a restored actor has no timers until it changes state.
+// After the commands, either the call hangs up (nothing may happen after), or the caller
+// goes quiet and the engine plays every reply out: the conversation must end by itself
+// (no dead air for ever).
+// A restore keeps the pending delays beside the snapshot (XState does not persist them,
+// statelyai/xstate#5331; the driver stores what is left of each and arms them again), and
+// a run with restores must end exactly as the same run without them: the same hang-up,
+// the same transcript, the same transfers, the same final state.
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import type { ConversationEndReason, ConversationEvent, ConversationInput, ReplyKind } from '../../machines/conversation.ts';
@@ -659,7 +661,7 @@ function callHangsUp(m: Model, d: Real): void {
  * cannot come.
  */
 function endsByItself(m: Model, d: Real): void {
-  if (m.restored || m.over || d.snapshot.status !== 'active' || m.hangups.length > 0) return;
+  if (m.over || d.snapshot.status !== 'active' || m.hangups.length > 0) return;
   const step = (label: string, act: () => void) => {
     const from = d.effects.length;
     act();
@@ -718,34 +720,58 @@ const SEED = process.env['CONVERSATION_MODEL_SEED'] === undefined ? {} : { seed:
 it('one reply at a time, honest hang-ups, no silence hang-up over anyone, a transcript that matches, restores that keep everything', { timeout: 20_000 + RUNS * 10 }, () => {
   fc.assert(
     fc.property(inputArb, fc.constantFrom(false, false, true), fc.constantFrom('alone', 'alone', 'alone', 'hangup'), fc.commands(commands, { maxCommands: 60, size: 'max' }), (input, mayRestore, then, cmds) => {
-      const m: Model = {
-        input,
-        callerSpeaking: false,
-        sttFailed: false,
-        reply: null,
-        paused: false,
-        quietSince: 0,
-        endCallSent: false,
-        providerFailed: false,
-        hangups: [],
-        tools: [],
-        toolSeq: 0,
-        transferAsked: false,
-        transferring: false,
-        over: false,
-        mayRestore,
-        restored: false,
-        delivering: 'START',
-        broken: null,
-        log: [],
-      };
+      const m = newModel(input, mayRestore);
       const d = ConversationDriver.start(input, (e, driver) => engineSees(m, e, driver));
       m.delivering = null;
       observe(m, d, `start(${input.aiSpeaksFirst ? 'ai speaks first' : `pickup ${input.pickupDelayMs}`})`, 0);
       fc.modelRun(() => ({ model: m, real: d }), cmds);
       if (then === 'hangup') callHangsUp(m, d);
       else endsByItself(m, d);
+      if (m.restored) sameEndingWithoutRestores(input, cmds, then, d);
     }),
     { numRuns: RUNS, ...SEED },
   );
 });
+
+function newModel(input: ConversationInput, mayRestore: boolean): Model {
+  return {
+    input,
+    callerSpeaking: false,
+    sttFailed: false,
+    reply: null,
+    paused: false,
+    quietSince: 0,
+    endCallSent: false,
+    providerFailed: false,
+    hangups: [],
+    tools: [],
+    toolSeq: 0,
+    transferAsked: false,
+    transferring: false,
+    over: false,
+    mayRestore,
+    restored: false,
+    delivering: 'START',
+    broken: null,
+    log: [],
+  };
+}
+
+/** The same commands without the restores, on a new actor: the ending must be the same. */
+function sameEndingWithoutRestores(input: ConversationInput, cmds: Iterable<fc.Command<Model, Real>>, then: string, restored: Real): void {
+  const m = newModel(input, false);
+  const d = ConversationDriver.start(input, (e, driver) => engineSees(m, e, driver));
+  m.delivering = null;
+  for (const c of cmds) {
+    if (c instanceof PersistRestore || !c.check(m)) continue;
+    c.run(m, d);
+  }
+  if (then === 'hangup') callHangsUp(m, d);
+  else endsByItself(m, d);
+  const ending = (x: Real) => ({ value: x.value, hangups: x.hangups(), lines: x.recorded(), transfers: x.of('requestTransfer').length, replies: x.replies() });
+  const a = ending(restored);
+  const b = ending(d);
+  if (JSON.stringify(a) !== JSON.stringify(b)) {
+    fail(m, d, `with restores the conversation ended ${JSON.stringify(a)}, without them ${JSON.stringify(b)}`);
+  }
+}
