@@ -4,6 +4,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createActor, SimulatedClock } from 'xstate';
+import { DelayTrackingClock } from '../test/model/restorable.ts';
 import {
   GREETING_END_MS, HUMAN_PAUSE_MS, MAX_WAIT_MS, NO_SPEECH_MS, SCREEN_MS, soundsLikeVoicemail, verdictOf, voicemailScreenMachine, type ScreenEvent,
 } from './voicemail-screen.ts';
@@ -154,33 +155,37 @@ describe('voicemail words', () => {
   ])('model answer %j → %s', (answer, expected) => expect(verdictOf(answer)).toBe(expected));
 });
 
-type Step = { wait: number } | ScreenEvent;
+type Step = { wait: number } | ScreenEvent | { restore: true };
 
-/** Runs the steps, then the clock past every deadline; returns the decisions made. */
+/**
+ * Runs the steps, then the clock past every deadline; returns the decisions made, with
+ * when each was made (simulated ms). A `restore` step stores the screen (snapshot and
+ * pending delays, test/model/restorable.ts) and goes on with a new actor from it.
+ */
 function run(steps: Step[], leaveMessage: boolean): string[] {
-  const clock = new SimulatedClock();
+  const clock = new DelayTrackingClock();
   const effects: string[] = [];
+  const note = (what: string) => () => void effects.push(`${what}@${clock.now()}`);
   const machine = voicemailScreenMachine.provide({
-    actions: {
-      classify: () => {},
-      human: () => void effects.push('human'),
-      leaveMessage: () => void effects.push('leaveMessage'),
-      hangUpSilently: () => void effects.push('hangUpSilently'),
-    },
+    actions: { classify: () => {}, human: note('human'), leaveMessage: note('leaveMessage'), hangUpSilently: note('hangUpSilently') },
   });
-  const actor = createActor(machine, { input: { leaveMessage }, clock });
+  let actor = clock.actorOf(machine, { leaveMessage });
   actor.start();
   for (const step of steps) {
     if ('wait' in step) clock.increment(step.wait);
-    else if (actor.getSnapshot().status === 'active') actor.send(step);
+    else if ('restore' in step) {
+      if (actor.getSnapshot().status === 'active') actor = clock.restore(machine, actor, { leaveMessage }).actor;
+    } else if (actor.getSnapshot().status === 'active') actor.send(step);
   }
   clock.increment(SCREEN_MS + MAX_WAIT_MS);
   return effects;
 }
 
-// The screen is not persisted: like the conversation actor it lives and dies with the
-// media stream (after a restart the call is hung up as media_lost), so unlike the call
-// machine it has no persist/restore property.
+const decisionsOf = (effects: string[]) => effects.map((e) => e.split('@')[0]);
+
+// In production the screen lives and dies with the media stream (after a restart the call
+// is hung up as media_lost); restored from a store that keeps its pending delays it must
+// still decide the same, at the same moment.
 describe('voicemail screen, any order of evidence', () => {
   const step: fc.Arbitrary<Step> = fc.oneof(
     fc.record({ wait: fc.integer({ min: 1, max: 4000 }) }),
@@ -200,11 +205,21 @@ describe('voicemail screen, any order of evidence', () => {
   it('always decides exactly once within its deadlines; a message only when there is one to leave; a beep before any decision is always a machine', () => {
     fc.assert(
       fc.property(fc.array(step, { maxLength: 25 }), fc.boolean(), (steps, leave) => {
-        const decisions = run(steps, leave);
+        const decisions = decisionsOf(run(steps, leave));
         expect(decisions).toHaveLength(1);
         expect(leave ? ['human', 'leaveMessage'] : ['human', 'hangUpSilently']).toContain(decisions[0]);
-        const machineNow = run([{ type: 'BEEP' }, ...steps], leave);
+        const machineNow = decisionsOf(run([{ type: 'BEEP' }, ...steps], leave));
         expect(machineNow).toEqual([leave ? 'leaveMessage' : 'hangUpSilently']);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('restored at any step (snapshot and pending delays), it decides the same, at the same moment', () => {
+    fc.assert(
+      fc.property(fc.array(fc.oneof({ weight: 4, arbitrary: step }, { weight: 1, arbitrary: fc.constant<Step>({ restore: true }) }), { maxLength: 30 }), fc.boolean(), (steps, leave) => {
+        const without = run(steps.filter((s) => !('restore' in s)), leave);
+        expect(run(steps, leave)).toEqual(without);
       }),
       { numRuns: 300 },
     );

@@ -2,11 +2,13 @@
 // does (actors/agent-engine.ts), without audio or providers: one actor of the machine
 // with every effect provided as a recorder (each call kept in order with the simulated
 // time it happened at), XState's SimulatedClock for its delays, and a persist-restore
-// that takes the actor's persisted snapshot through JSON and starts a new actor from it
-// on the same clock, as a process that stored the conversation would bring it back.
+// that takes the actor's persisted snapshot through JSON, with its pending delays, and
+// starts a new actor from it on the same clock (test/model/restorable.ts), as a process
+// that stored the conversation would bring it back.
 // `onEffect` lets a test play the engine's side at the moment of an effect (the real
 // engine sends REPLY.ENDED from inside `interruptReply`).
-import { createActor, SimulatedClock, type Actor } from 'xstate';
+import type { Actor } from 'xstate';
+import { DelayTrackingClock } from './restorable.ts';
 import {
   conversationMachine,
   type ConversationContext,
@@ -44,42 +46,6 @@ export const DEFAULT_INPUT: ConversationInput = {
 
 type Machine = typeof conversationMachine;
 
-/** One of XState's pending delayed events (its system scheduler's record), with when it is due on the simulated clock. */
-interface ScheduledDelay {
-  source: unknown;
-  target: unknown;
-  event: { type: string };
-  delay: number;
-  id: string;
-  startedAt: number;
-  dueAt?: number;
-}
-
-/** What a store keeps of a pending delay: the event, its id and how long it still had to run. */
-export interface StoredDelay {
-  id: string;
-  event: { type: string };
-  remainingMs: number;
-}
-
-type SchedulerView = { _snapshot: { _scheduledEvents: Record<string, ScheduledDelay> } };
-
-/**
- * XState does not persist pending delays (statelyai/xstate#5331). A durable store keeps
- * them beside the snapshot, as the call runtime keeps its deadlines: this clock notes
- * when each delay the actor's scheduler arms is due, so a persist can store what is left
- * of each and a restore can arm them again on the new actor.
- */
-class DelayTrackingClock extends SimulatedClock {
-  system: SchedulerView | null = null;
-  override setTimeout(fn: (...args: any[]) => void, timeout: number): number {
-    const id = super.setTimeout(fn, timeout);
-    // The scheduler records the delayed event just before it arms the timer: the one not yet dated.
-    for (const e of Object.values(this.system?._snapshot._scheduledEvents ?? {})) e.dueAt ??= this.now() + timeout;
-    return id;
-  }
-}
-
 export class ConversationDriver {
   readonly clock = new DelayTrackingClock();
   readonly effects: Effect[] = [];
@@ -109,8 +75,7 @@ export class ConversationDriver {
         requestTransfer: (_, p: { lines: readonly TranscriptLine[] }) => note({ type: 'requestTransfer', at: at(), lines: [...p.lines] }),
       },
     }) as Machine;
-    this.actor = createActor(this.machine, { input, clock: this.clock });
-    this.clock.system = this.actor.system as unknown as SchedulerView;
+    this.actor = this.clock.actorOf(this.machine, input);
   }
 
   /** Creates and starts a conversation (the call's media has started). */
@@ -182,28 +147,13 @@ export class ConversationDriver {
     return JSON.parse(JSON.stringify(this.actor.getPersistedSnapshot()));
   }
 
-  /** The pending delays a store would keep beside the snapshot, through JSON. */
-  pendingDelays(): StoredDelay[] {
-    const events = Object.values((this.actor.system as unknown as SchedulerView)._snapshot._scheduledEvents);
-    return JSON.parse(JSON.stringify(events.map((e) => ({ id: e.id, event: e.event, remainingMs: Math.max(0, (e.dueAt ?? this.now) - this.now) }))));
-  }
-
   /**
-   * The process keeps the snapshot and the pending delays, the actor stops, a new one
-   * starts from the stored form with those delays armed again for what was left of them.
+   * The process keeps the snapshot and the pending delays (test/model/restorable.ts), the
+   * actor stops, a new one starts from the stored form with those delays armed again.
    */
   restore(): unknown {
-    const stored = this.persisted();
-    const delays = this.pendingDelays();
-    this.actor.stop();
-    const next = createActor(this.machine, { snapshot: stored as never, input: this.input, clock: this.clock });
-    const system = next.system as unknown as SchedulerView;
-    this.clock.system = system;
-    for (const d of delays) {
-      system._snapshot._scheduledEvents[`${next.sessionId}.${d.id}`] = { source: next, target: next, event: d.event, delay: d.remainingMs, id: d.id, startedAt: 0 };
-    }
-    this.actor = next;
-    this.actor.start();
+    const { actor, stored } = this.clock.restore(this.machine, this.actor, this.input);
+    this.actor = actor;
     this.restores += 1;
     return stored;
   }
