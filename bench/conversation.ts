@@ -212,6 +212,9 @@ async function setUpCustomer(base: string, dataDir: string, twilio: TwilioSim): 
     system_prompt: 'You take table bookings for a restaurant.',
     welcome_message: GREETING,
     response_eagerness: 0,
+    // The engine's density is measured alone: a carrier recording per call (the default)
+    // would have the simulator encode hundreds of MP3s in this process as the calls end.
+    record_call: false,
   });
   if (agent.status !== 201) throw new Error(`agent creation failed: ${agent.status} ${agent.text}`);
   const number = '+16282000000';
