@@ -15,7 +15,9 @@ import { agentTrusting, makeTestCa, startWebhookReceiver, type ReceivedWebhook, 
 
 const STARTED_DELAY_MS = 700;
 const RETRY_MS = 150;
-const TIMEOUT_MS = 800;
+// Long enough for a first TLS handshake on a loaded CI machine (at 800 ms, a run beside the
+// heaviest suites timed call.started's first attempts out and it arrived 9 s late).
+const TIMEOUT_MS = 3000;
 
 let ca: TestCa;
 let receiver: WebhookReceiver;
