@@ -1,5 +1,5 @@
 // `npm run bench`: the long benchmarks, kept out of CI. BENCH_SECONDS and BENCH_ROUNDS
-// trade time for steadier medians; BENCH_ONLY=http|outbound|media|vad|conversation|outbox runs
+// trade time for steadier medians; BENCH_ONLY=http|outbound|media|vad|conversation|outbox|recording runs
 // one of them, and BENCH_ONLY=unclaimed only the media bench's probe of 2,000 silent
 // sockets; BENCH_MEDIA_SECONDS sets the length of each media step. The outbound-call
 // bench runs BENCH_SECONDS of load with BENCH_OUTBOUND_CONCURRENCY requests in flight
@@ -19,8 +19,9 @@ import { runMediaBench } from './media.ts';
 import { runOutboundBench } from './outbound.ts';
 import { runOutboxBench } from './outbox.ts';
 import { runVadBench } from './vad.ts';
+import { runRecordingBench } from './recording.ts';
 
-const ONLY = ['http', 'outbound', 'media', 'unclaimed', 'vad', 'conversation', 'outbox'];
+const ONLY = ['http', 'outbound', 'media', 'unclaimed', 'vad', 'conversation', 'outbox', 'recording'];
 const only = process.env['BENCH_ONLY'];
 if (only !== undefined && !ONLY.includes(only)) {
   throw new Error(`BENCH_ONLY must be one of ${ONLY.join(', ')}`);
@@ -70,4 +71,7 @@ if (only === undefined || only === 'conversation') {
 }
 if (only === undefined || only === 'outbox') {
   await runOutboxBench({ deliveries: num('BENCH_OUTBOX_DELIVERIES', 2000), rounds });
+}
+if (only === undefined || only === 'recording') {
+  await runRecordingBench({ seconds: num('BENCH_RECORDING_SECONDS', 600), rounds });
 }
