@@ -49,6 +49,7 @@ import { monitorStalls } from './loop-stalls.ts';
 import { histogramDelta, histogramQuantile, readHistogram, type HistogramSnapshot } from './histogram.ts';
 import { createPoller, type Poller } from './poller.ts';
 import { affinityOf, clockTicksPerSecond, cpuMask, machineTicks, processTicks, setAffinity, setNiceness } from './process-cpu.ts';
+import { serverExecArgv } from './server-flags.ts';
 
 export interface ProviderLatencies {
   /** Deepgram simulator: its endpoint to the final. */
@@ -167,7 +168,7 @@ const exact = (sorted: Float64Array, p: number): number => (sorted.length ? sort
 /** The service in its own process, pointed at the simulators; resolves with its port. */
 function startServer(env: Record<string, string>, warnings: Map<string, number>): { child: ChildProcess; port: Promise<number> } {
   const child = fork(fileURLToPath(new URL('./server.ts', import.meta.url)), [], {
-    execArgv: ['--import', 'tsx', ...(process.env['BENCH_SERVER_ARGS']?.split(/\s+/).filter(Boolean) ?? [])],
+    execArgv: serverExecArgv(),
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
   });
@@ -461,11 +462,19 @@ export async function runConversationBench(o: ConversationBenchOptions): Promise
       const my = fit.reduce((a, r) => a + r.serverCpu, 0) / fit.length;
       const marginal = fit.reduce((a, r) => a + (r.n - mx) * (r.serverCpu - my), 0) / fit.reduce((a, r) => a + (r.n - mx) ** 2, 0);
       const fixed = my - marginal * mx;
-      if (marginal > 0) {
+      // A step's CPU window is ten seconds of a noisy machine: a line the steps do not
+      // follow (R² under 0.9) would extrapolate to nonsense, so it is not printed as one.
+      const residual = fit.reduce((a, r) => a + (r.serverCpu - (fixed + marginal * r.n)) ** 2, 0);
+      const spread = fit.reduce((a, r) => a + (r.serverCpu - my) ** 2, 0);
+      const r2 = spread > 0 ? 1 - residual / spread : 0;
+      const steps = fit.map((r) => r.n).join(', ');
+      if (marginal > 0 && r2 >= 0.9) {
         console.log(
-          `server CPU per added conversation (fit over ${fit.map((r) => r.n).join(', ')}): ${marginal.toFixed(3)}% of a core, plus ${fixed.toFixed(0)}% fixed: ` +
+          `server CPU per added conversation (fit over ${steps}, R² ${r2.toFixed(2)}): ${marginal.toFixed(3)}% of a core, plus ${fixed.toFixed(0)}% fixed: ` +
             `a core at full CPU would hold ≈ ${Math.floor((100 - fixed) / marginal)}`,
         );
+      } else {
+        console.log(`server CPU per added conversation: no fit (the CPU of steps ${steps} does not follow a line, R² ${r2.toFixed(2)}; run again on a quieter machine)`);
       }
     }
     if (!o.keepGoing && results.length < o.steps.length) console.log('(the ramp stopped at the first step that missed the goal; BENCH_CONVERSATION_KEEP_GOING=1 runs every step)');

@@ -5,6 +5,7 @@ import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 // @ts-expect-error autocannon ships no types
 import autocannon from 'autocannon';
+import { serverExecArgv } from './server-flags.ts';
 
 interface Target {
   name: string;
@@ -40,7 +41,7 @@ function load(url: string, t: Target, o: Options): Promise<{ rps: number; p99: n
 
 export async function runHttpBench(o: Options): Promise<void> {
   const child = fork(fileURLToPath(new URL('./server.ts', import.meta.url)), [], {
-    execArgv: ['--import', 'tsx'],
+    execArgv: serverExecArgv(),
     env: { ...process.env, LOG_LEVEL: process.env['LOG_LEVEL'] ?? 'info' },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });

@@ -17,6 +17,7 @@ import { cpus } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
+import { serverExecArgv } from './server-flags.ts';
 
 export interface MediaBenchOptions {
   /** Seconds of streaming per step. */
@@ -319,7 +320,7 @@ const COLUMNS: [string, number][] = [
 
 export async function runMediaBench(o: MediaBenchOptions): Promise<void> {
   const child = fork(fileURLToPath(new URL('./media-server.ts', import.meta.url)), [], {
-    execArgv: ['--import', 'tsx', ...(process.env['BENCH_SERVER_ARGS']?.split(' ').filter(Boolean) ?? [])],
+    execArgv: serverExecArgv(),
     env: { ...process.env, LOG_LEVEL: process.env['LOG_LEVEL'] ?? 'warn' },
     stdio: ['ignore', process.env['BENCH_SERVER_ARGS'] ? 'inherit' : 'ignore', 'inherit', 'ipc'],
   });

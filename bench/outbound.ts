@@ -23,6 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { openDatabase, type Db } from '../storage/db.ts';
 import { createAgent, importTwilioNumber, startCarrierSims, type CarrierSims } from '../test/helpers/fixtures.ts';
 import { TWILIO_ENDPOINTS, type TwilioSimRequest } from '../test/sim/twilio-sim.ts';
+import { serverExecArgv } from './server-flags.ts';
 
 export interface OutboundBenchOptions {
   /** Seconds of load (after a one-second warm-up). */
@@ -106,7 +107,7 @@ export async function runOutboundBench(o: OutboundBenchOptions): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'switchboard-bench-outbound-'));
   const child = fork(fileURLToPath(new URL('./server.ts', import.meta.url)), [], {
     // BENCH_SERVER_ARGS passes node flags to the server (e.g. `--cpu-prof`), as in media.ts.
-    execArgv: ['--import', 'tsx', ...(process.env['BENCH_SERVER_ARGS']?.split(/\s+/).filter(Boolean) ?? [])],
+    execArgv: serverExecArgv(),
     env: { ...process.env, ...sims.env, DATA_DIR: dataDir, LOG_LEVEL: process.env['LOG_LEVEL'] ?? 'info' },
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });

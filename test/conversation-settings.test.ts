@@ -101,6 +101,32 @@ describe('model and recogniser settings', () => {
   }, 30_000);
 });
 
+describe('speech to text pacing', () => {
+  it('a quiet caller’s audio reaches the recogniser 200 ms at a time, a speaking caller’s 40 ms at a time', async () => {
+    const c = await newCustomer(stack, 'twilio', { welcome_message: 'Hi.' });
+    const sttBefore = stack.stt.connections.length;
+    const far = await ringAgent(stack, c);
+    await agentSpeaks(far);
+    const conn = stack.stt.connections[sttBefore]!;
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    /** Mean audio message size over the next `ms`. */
+    const meanMessage = async (ms: number) => {
+      const [bytes, messages] = [conn.bytes, conn.audioMessages];
+      await sleep(ms);
+      return (conn.bytes - bytes) / Math.max(1, conn.audioMessages - messages);
+    };
+    // The caller has said nothing since the call began (the engine waits 1.5 s past the last voiced audio).
+    await eventually(async () => ((await meanMessage(1000)) > 1200 ? true : undefined), 8000, '200 ms messages from a quiet caller');
+    stack.llm.reply({ text: 'Sure.' });
+    const speaking = far.say('book-table');
+    await sleep(400); // the detector hears the speech begin
+    expect(await meanMessage(600)).toBeLessThanOrEqual(400);
+    await speaking;
+    await agentSpeaks(far, far.heardBytes());
+    await far.hangup();
+  }, 40_000);
+});
+
 describe('endings', () => {
   it('hangs up with silence_timeout when the caller says nothing for silence_hangup_seconds', async () => {
     const c = await newCustomer(stack, 'twilio', { silence_hangup_seconds: 5, welcome_message: 'Hi!' });

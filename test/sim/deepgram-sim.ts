@@ -45,6 +45,8 @@ export interface DeepgramSimConnection {
   readonly requestId: string;
   /** Audio bytes received. */
   bytes: number;
+  /** Audio messages received (each binary websocket message, whatever its size). */
+  audioMessages: number;
   /** Text control messages received, by type, in order (`KeepAlive`, `Finalize`, `CloseStream`, …). */
   readonly control: string[];
   /** Every message sent to the client, in order. */
@@ -108,7 +110,7 @@ export async function startDeepgramSim(opts: DeepgramSimOptions = {}): Promise<D
     if (refusal === 401) return refuse(socket, 401, 'INVALID_AUTH', 'Invalid credentials.', requestId);
     if (refusal !== undefined) return refuse(socket, refusal, 'SERVICE_UNAVAILABLE', 'Service unavailable.', requestId);
     wss.handleUpgrade(req, socket, head, (ws) => {
-      const conn: DeepgramSimConnection = { query: url.searchParams, headers: req.headers, requestId, bytes: 0, control: [], sent: [], open: true };
+      const conn: DeepgramSimConnection = { query: url.searchParams, headers: req.headers, requestId, bytes: 0, audioMessages: 0, control: [], sent: [], open: true };
       connections.push(conn);
       let utterances = 0;
       const session = new ListenSession(ws, conn, {
@@ -249,6 +251,7 @@ class ListenSession {
     this.lastActivity = performance.now();
     if (isBinary) {
       this.conn.bytes += data.length;
+      this.conn.audioMessages++;
       this.onAudio(data);
       return;
     }

@@ -177,6 +177,25 @@ describe('deepgram live client', () => {
     stream.close();
   });
 
+  it('while quiet sends audio 200 ms at a time, and going live sends what it holds at once', async () => {
+    const { stream } = open();
+    const conns = sim.connections.length;
+    await until(() => sim.connections[conns]?.open === true, 'the socket');
+    const conn = sim.connections[conns]!;
+    stream.setQuiet(true);
+    sendAudio(stream, 500, false);
+    await until(() => conn.bytes === 3200, 'two 200 ms messages');
+    expect(conn.audioMessages).toBe(2);
+    // The caller speaks again: the 100 ms held go now, then 40 ms messages as before.
+    stream.setQuiet(false);
+    await until(() => conn.bytes === 4000, 'the held 100 ms');
+    expect(conn.audioMessages).toBe(3);
+    sendAudio(stream, 80, true);
+    await until(() => conn.bytes === 4640, '80 ms more');
+    expect(conn.audioMessages).toBe(5); // two 40 ms messages
+    stream.close();
+  });
+
   it('gives up after its reconnection attempts with one retryable error', async () => {
     const { stream, events } = open({ reconnectDelaysMs: [30, 30, 30] });
     sendAudio(stream, 100, false);

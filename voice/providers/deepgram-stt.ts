@@ -104,8 +104,15 @@ interface DeepgramMessage {
   channel?: { alternatives?: { transcript?: string }[] };
 }
 
-/** 40 ms of μ-law 8 kHz: Deepgram takes chunks of 20 to 250 ms. */
-const BATCH_BYTES = 320;
+/**
+ * Audio per message (μ-law 8 kHz; Deepgram takes 20 to 250 ms at once): 40 ms while the
+ * caller speaks or a turn may be ending, 200 ms while the caller has been quiet. The
+ * websocket writes were a tenth of the engine's CPU per call at 40 ms, and a quiet
+ * caller's audio is only waited on for the moment they start again, when the engine
+ * makes the stream live and the held audio goes at once.
+ */
+const LIVE_BATCH_BYTES = 320;
+const QUIET_BATCH_BYTES = 1600;
 
 class DeepgramStream implements SttStream {
   private ws: WebSocket | null = null;
@@ -124,8 +131,9 @@ class DeepgramStream implements SttStream {
   private ringStart = 0;
   private ringLength = 0;
   // Audio gathered for the next message (see send).
-  private readonly batch = new Uint8Array(BATCH_BYTES);
+  private readonly batch = new Uint8Array(QUIET_BATCH_BYTES);
   private batched = 0;
+  private batchLimit = LIVE_BATCH_BYTES;
 
   constructor(
     private readonly url: string,
@@ -137,16 +145,27 @@ class DeepgramStream implements SttStream {
 
   send(mulaw: Uint8Array): void {
     if (this.ended || mulaw.length === 0) return;
-    // Two 20 ms frames per message: half the websocket writes (a tenth of the engine's
-    // CPU per call went to them) for at most 20 ms more before the words are heard.
-    if (this.batched + mulaw.length <= BATCH_BYTES) {
+    // Frames are gathered up to the batch limit (see LIVE_BATCH_BYTES).
+    if (this.batched + mulaw.length <= this.batchLimit) {
       this.batch.set(mulaw, this.batched);
       this.batched += mulaw.length;
-      if (this.batched >= BATCH_BYTES) this.flushBatch();
+      if (this.batched >= this.batchLimit) this.flushBatch();
       return;
     }
     this.flushBatch();
-    this.sendNow(mulaw);
+    if (mulaw.length <= this.batchLimit) {
+      this.batch.set(mulaw, 0);
+      this.batched = mulaw.length;
+    } else {
+      this.sendNow(mulaw);
+    }
+  }
+
+  setQuiet(quiet: boolean): void {
+    if (this.ended) return;
+    this.batchLimit = quiet ? QUIET_BATCH_BYTES : LIVE_BATCH_BYTES;
+    // The caller may be speaking again: what was held for a quiet stream goes now.
+    if (!quiet) this.flushBatch();
   }
 
   /** Sends what the batch holds (the last frames before a Finalize or the end must go too). */

@@ -30,6 +30,12 @@ export interface SttOptions {
 export interface SttStream {
   /** One chunk of caller audio (μ-law 8 kHz). Copied or sent at once: the caller may reuse the buffer. Buffered while reconnecting. */
   send(mulaw: Uint8Array): void;
+  /**
+   * Whether the caller has been silent for a while (no speech, no turn ending: the engine
+   * decides). A quiet stream may send audio in larger chunks, fewer writes per call for
+   * audio nobody is waiting on; made live again it sends what it holds at once.
+   */
+  setQuiet(quiet: boolean): void;
   /** Asks the provider to finish the words it holds now (Deepgram `Finalize`). */
   finalize(): void;
   /** Ends the stream (Deepgram `CloseStream`) and closes the socket; no events after this. Idempotent. */
