@@ -193,6 +193,11 @@ describe('deepgram live client', () => {
     sendAudio(stream, 80, true);
     await until(() => conn.bytes === 4640, '80 ms more');
     expect(conn.audioMessages).toBe(5); // two 40 ms messages
+    // A chunk as large as a message is not held for the next one.
+    stream.send(new Uint8Array(160).fill(0xff));
+    stream.send(new Uint8Array(320).fill(0xff));
+    await until(() => conn.bytes === 5120, 'the gathered frame, then the 40 ms chunk');
+    expect(conn.audioMessages).toBe(7);
     stream.close();
   });
 

@@ -153,11 +153,11 @@ class DeepgramStream implements SttStream {
       return;
     }
     this.flushBatch();
-    if (mulaw.length <= this.batchLimit) {
+    if (mulaw.length < this.batchLimit) {
       this.batch.set(mulaw, 0);
       this.batched = mulaw.length;
     } else {
-      this.sendNow(mulaw);
+      this.sendNow(mulaw); // a chunk as large as a message goes as one
     }
   }
 
