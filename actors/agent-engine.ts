@@ -91,14 +91,6 @@ export interface AgentEngineDeps {
 /** Audio kept at the carrier ahead of real time (see voice/media/playout.ts). */
 export const PLAYOUT_LEAD_MS = 120;
 
-/**
- * The caller counts as quiet, and the speech recogniser's stream may send larger chunks
- * (SttStream.setQuiet), once nothing voiced was heard for this long: past the
- * recogniser's own end-of-speech marks (endpointing 300 ms, UtteranceEnd 1000 ms), so a
- * turn's end is never waited on in a large chunk.
- */
-export const STT_QUIET_AFTER_MS = 1500;
-
 const MUTE: ConversationEngine = { onAudio() {}, onDtmf() {}, close() {} };
 
 export function createAgentEngineFactory(deps: AgentEngineDeps): EngineFactory {
@@ -132,8 +124,6 @@ function createAgentEngine(output: MediaOutput, call: EngineCall, setup: Convers
   let audioMs = 0;
   /** Audio position of the last window the detector judged voiced. */
   let lastVoicedMs = 0;
-  /** What the recogniser's stream was last told (STT_QUIET_AFTER_MS). */
-  let sttQuiet = false;
   /** performance.now() of the caller's end of speech for the turn being answered, and of its final words. */
   let turnSpeechEndAt: number | null = null;
   let turnFinalAt: number | null = null;
@@ -457,11 +447,8 @@ function createAgentEngine(output: MediaOutput, call: EngineCall, setup: Convers
       voicemail?.audio(samples);
       audioMs += mulaw.length / 8;
       if (vad.probability >= VAD_DEFAULTS.deactivation) lastVoicedMs = vad.processedMs;
-      const quiet = !vad.speaking && audioMs - lastVoicedMs >= STT_QUIET_AFTER_MS;
-      if (quiet !== sttQuiet) {
-        sttQuiet = quiet;
-        stt.setQuiet(quiet);
-      }
+      // The recogniser's stream paces itself by it (SttStream.callerSilence).
+      stt.callerSilence(vad.speaking ? 0 : audioMs - lastVoicedMs);
     },
     onDtmf(digit) {
       keypad.key(digit, 'stream');

@@ -5,6 +5,8 @@ describe('bench server flags', () => {
   it('are the flags npm start gives the service', () => {
     expect(startScriptFlags()).toEqual(['--single-threaded-gc', '--import', 'tsx']);
     expect(startScriptFlags(JSON.stringify({ scripts: { start: 'node --import tsx --max-semi-space-size=32 server.ts --port 1' } }))).toEqual(['--import', 'tsx', '--max-semi-space-size=32']);
+    // A module given to --import is a flag's value, not the script.
+    expect(startScriptFlags(JSON.stringify({ scripts: { start: 'node --import ./register.ts server.ts' } }))).toEqual(['--import', './register.ts']);
     expect(() => startScriptFlags(JSON.stringify({ scripts: { start: 'tsx server.ts' } }))).toThrow(/does not run node/);
   });
 

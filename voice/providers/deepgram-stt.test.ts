@@ -182,12 +182,12 @@ describe('deepgram live client', () => {
     const conns = sim.connections.length;
     await until(() => sim.connections[conns]?.open === true, 'the socket');
     const conn = sim.connections[conns]!;
-    stream.setQuiet(true);
+    stream.callerSilence(1500); // UtteranceEnd (1000 ms) and the margin
     sendAudio(stream, 500, false);
     await until(() => conn.bytes === 3200, 'two 200 ms messages');
     expect(conn.audioMessages).toBe(2);
     // The caller speaks again: the 100 ms held go now, then 40 ms messages as before.
-    stream.setQuiet(false);
+    stream.callerSilence(0);
     await until(() => conn.bytes === 4000, 'the held 100 ms');
     expect(conn.audioMessages).toBe(3);
     sendAudio(stream, 80, true);

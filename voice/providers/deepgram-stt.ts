@@ -55,6 +55,8 @@ export function createDeepgramStt(opts: DeepgramSttOptions): SttClient {
     reconnectDelaysMs: opts.reconnectDelaysMs ?? [200, 800, 2000],
     maxBufferedBytes: Math.max(BYTES_PER_MS * 20, Math.round((opts.maxBufferedMs ?? 5000) * BYTES_PER_MS)),
     connectTimeoutMs: opts.connectTimeoutMs ?? 5000,
+    // Past UtteranceEnd (which follows endpointing), with room: no turn's end waits in a quiet chunk.
+    quietAfterMs: (opts.utteranceEndMs ?? 1000) + QUIET_MARGIN_MS,
   };
   const endpointingMs = opts.endpointingMs ?? 300;
   const utteranceEndMs = opts.utteranceEndMs ?? 1000;
@@ -94,6 +96,8 @@ interface StreamSettings {
   reconnectDelaysMs: readonly number[];
   maxBufferedBytes: number;
   connectTimeoutMs: number;
+  /** Caller silence after which the stream sends quiet-sized chunks (QUIET_BATCH_BYTES). */
+  quietAfterMs: number;
 }
 
 /** The subset of Deepgram's messages we act on. */
@@ -106,13 +110,15 @@ interface DeepgramMessage {
 
 /**
  * Audio per message (μ-law 8 kHz; Deepgram takes 20 to 250 ms at once): 40 ms while the
- * caller speaks or a turn may be ending, 200 ms while the caller has been quiet. The
+ * caller speaks or a turn may be ending, 200 ms once the caller has been silent past
+ * UtteranceEnd plus QUIET_MARGIN_MS (1.5 s with the defaults). The
  * websocket writes were a tenth of the engine's CPU per call at 40 ms, and a quiet
  * caller's audio is only waited on for the moment they start again, when the engine
  * makes the stream live and the held audio goes at once.
  */
 const LIVE_BATCH_BYTES = 320;
 const QUIET_BATCH_BYTES = 1600;
+const QUIET_MARGIN_MS = 500;
 
 class DeepgramStream implements SttStream {
   private ws: WebSocket | null = null;
@@ -161,11 +167,13 @@ class DeepgramStream implements SttStream {
     }
   }
 
-  setQuiet(quiet: boolean): void {
+  callerSilence(ms: number): void {
     if (this.ended) return;
-    this.batchLimit = quiet ? QUIET_BATCH_BYTES : LIVE_BATCH_BYTES;
+    const limit = ms >= this.settings.quietAfterMs ? QUIET_BATCH_BYTES : LIVE_BATCH_BYTES;
+    if (limit === this.batchLimit) return;
+    this.batchLimit = limit;
     // The caller may be speaking again: what was held for a quiet stream goes now.
-    if (!quiet) this.flushBatch();
+    if (limit === LIVE_BATCH_BYTES) this.flushBatch();
   }
 
   /** Sends what the batch holds (the last frames before a Finalize or the end must go too). */

@@ -31,11 +31,12 @@ export interface SttStream {
   /** One chunk of caller audio (μ-law 8 kHz). Copied or sent at once: the caller may reuse the buffer. Buffered while reconnecting. */
   send(mulaw: Uint8Array): void;
   /**
-   * Whether the caller has been silent for a while (no speech, no turn ending: the engine
-   * decides). A quiet stream may send audio in larger chunks, fewer writes per call for
-   * audio nobody is waiting on; made live again it sends what it holds at once.
+   * How long the caller has been silent, in ms of their audio (0 while they speak; the
+   * engine's voice activity detector decides). Once that is past the provider's own
+   * end-of-speech marks, the stream may send audio in larger chunks, fewer writes per
+   * call for audio nobody is waiting on; at 0 again it sends what it holds at once.
    */
-  setQuiet(quiet: boolean): void;
+  callerSilence(ms: number): void;
   /** Asks the provider to finish the words it holds now (Deepgram `Finalize`). */
   finalize(): void;
   /** Ends the stream (Deepgram `CloseStream`) and closes the socket; no events after this. Idempotent. */
