@@ -8,124 +8,108 @@
 // listener) otherwise, and a listener that throws is caught and counted.
 // Listeners must not block either (the debug websocket only queues a send and drops a
 // viewer whose backlog is too large).
+import { CALL_STATUSES, ENDED_REASONS, HANGUP_REASONS } from '../machines/call-events.ts';
+import { TRANSFER_FAILURES, TRANSFER_MODES } from '../machines/transfer-events.ts';
 import type { ActorView, InspectionEvent, LiveActorSource, RedactedEvent } from './inspection.ts';
+
+// ---------------------------------------------------------------------------------------
+// Redaction: an allowlist (issue 18). A list of sensitive names always missed the next
+// field (a booking's `attendee_name` and `service` went out as they were), so the rule is
+// the other way round: a value leaves only when it is structural by what it is, and
+// everything else becomes "[redacted]".
+//
+// - `type` stays when it reads as an event type (a code-made identifier).
+// - A field stays only when its key is in FIELDS and its value passes that key's check:
+//   a time, duration or count (a number), a flag (a boolean), an enumerated word from
+//   the machines' own vocabulary (a status, a reason, a timer's name, who spoke), or a
+//   carrier's id of the call or leg (one token with a letter in it: never a phone number).
+// - Any other field, and any object or array whatever its key (a booking, a caller's
+//   context, a carrier's error, tool arguments), is "[redacted]" whole: nested keys may
+//   be personal too. `null` stays null (it holds nothing).
+// Keys themselves show: events are parsed by their kind's schema before they get here,
+// so a key is a name the code chose. State values and tags show when they read as names.
+// The result passes the same rule unchanged, so redacting twice (supervisor, then hub)
+// changes nothing.
 
 export const REDACTED = '[redacted]';
 
-// ---------------------------------------------------------------------------------------
-// Redaction. Conservative by construction: a field is removed when its name says it may
-// carry a phone number, a key press, a prompt, a carrier's error text or other personal
-// data, and any string anywhere that looks like a phone number is masked whatever its
-// field is called. Only plain JSON (objects, arrays, strings, numbers, booleans, null)
-// passes; anything else (an Error, an actor reference) becomes "[redacted]".
-
-/** Field names (lower-cased, without `_` and `-`) whose value is always removed. */
-const SENSITIVE_EXACT = new Set([
-  'from',
-  'to',
-  'caller',
-  'callee',
-  'ani',
-  'dnis',
-  'msisdn',
-  'uri',
-  'sipuri',
-  'address',
-  'name',
-  'body',
-  'text',
-  'content',
-  'message',
-  'error',
-  'errors',
-  'cause',
-  'utterance',
-  'speech',
-  'sms',
-  // A transfer's briefing to its target: what the caller said, in other words.
-  'whisper',
-  'briefing',
-]);
-/** Field names containing one of these are removed too (`to_number`, `customPrompt`, `carrier_error`, `digits`…). */
-const SENSITIVE_PARTS = ['phone', 'number', 'prompt', 'digit', 'dtmf', 'carriererror', 'transcript', 'secret', 'token', 'password', 'email', 'apikey'];
-
-const normalize = (key: string): string => key.toLowerCase().replace(/[_-]/g, '');
-
-function sensitiveKey(key: string): boolean {
-  const k = normalize(key);
-  if (SENSITIVE_EXACT.has(k)) return true;
-  for (const part of SENSITIVE_PARTS) if (k.includes(part)) return true;
-  return false;
+type Check = (v: unknown) => boolean;
+const isNumber: Check = (v) => typeof v === 'number' && Number.isFinite(v);
+const isBoolean: Check = (v) => typeof v === 'boolean';
+function oneOf(...lists: readonly (readonly string[])[]): Check {
+  const words = new Set(lists.flat());
+  return (v) => typeof v === 'string' && words.has(v);
 }
+/** A carrier's call or leg id (`CA…`, `v3:…`, a UUID): one token, and a letter in it, so no phone number passes. */
+const isCarrierId: Check = (v) => typeof v === 'string' && /^[A-Za-z0-9][\w:.-]{0,199}$/.test(v) && /[A-Za-z]/.test(v);
+
+const CARRIER_STATUSES = [...CALL_STATUSES, 'active', 'unknown'];
 
 /**
- * A run that looks like a phone number: optional `+`, then digits with the usual
- * separators, 7 digits or more, not glued to letters or digits on either side (so the
- * hex and base62 of ids, and ISO dates, are left alone; a `sip:+1415…@host` is not).
+ * Every field that may leave the hub, with what its value must be. The call machine's
+ * events (machines/call-events.ts, transfer-events.ts) first, then what the conversation
+ * machines' events carry, should they ever be inspected. Adding a key here is deciding
+ * that nothing personal can ever be under it.
  */
-const PHONEISH = /(?<![0-9A-Za-z])\+?\d[\d ().-]{5,22}\d(?![0-9A-Za-z])/g;
-const MAX_STRING = 500;
-const MAX_DEPTH = 8;
-const MAX_ITEMS = 100;
+const FIELDS = new Map<string, Check>([
+  // Times (epoch ms), durations, counts.
+  ['at', isNumber],
+  ['endedAt', isNumber],
+  ['dueAt', isNumber],
+  ['durationSec', isNumber],
+  ['latencyMs', isNumber],
+  ['attempt', isNumber],
+  // Flags.
+  ['answered', isBoolean],
+  ['mediaBack', isBoolean],
+  ['final', isBoolean],
+  ['endOfTurn', isBoolean],
+  ['complete', isBoolean],
+  ['retryable', isBoolean],
+  // Enumerations: only the words the machines define.
+  ['status', oneOf(CALL_STATUSES)],
+  ['carrierStatus', oneOf(CARRIER_STATUSES)],
+  ['hangupSource', oneOf(['caller', 'callee', 'unknown'])],
+  ['reason', oneOf(ENDED_REASONS, HANGUP_REASONS, TRANSFER_FAILURES)],
+  ['result', oneOf(['human', 'machine', 'fax', 'unknown'])],
+  ['mode', oneOf(TRANSFER_MODES)],
+  ['speaker', oneOf(['agent', 'caller'])],
+  // A TIMER's name; never a person's (any other word is redacted).
+  ['name', oneOf(['queue_check', 'stale', 'retry', 'give_up', 'transfer'])],
+  ['provider', oneOf(['llm', 'tts'])],
+  ['verdict', oneOf(['human', 'voicemail', 'unsure'])],
+  ['source', oneOf(['stream', 'event', 'tone'])],
+  // The carrier's ids, shown so a developer can find the call in the carrier's console.
+  ['carrierCallId', isCarrierId],
+  ['legId', isCarrierId],
+]);
 
-function redactString(s: string): string {
-  const clipped = s.length > MAX_STRING ? `${s.slice(0, MAX_STRING)}…` : s;
-  PHONEISH.lastIndex = 0;
-  if (!PHONEISH.test(clipped)) return clipped;
-  return clipped.replace(PHONEISH, (m) => (m.replace(/\D/g, '').length >= 7 ? REDACTED : m));
-}
+/** An event type (`CARRIER.ENDED`, `xstate.init`) or a state name or tag (`in-progress`, `holdsSlot`). */
+const EVENT_TYPE = /^@?[A-Za-z][\w.:-]{0,99}$/;
+const STATE_NAME = /^[A-Za-z][\w.-]{0,99}$/;
 
-function isPlainObject(v: object): v is Record<string, unknown> {
-  const proto = Object.getPrototypeOf(v) as unknown;
-  return proto === Object.prototype || proto === null;
-}
-
-/** Any JSON-ish value with every sensitive field and phone-like string replaced by "[redacted]". */
-export function redactValue(v: unknown, depth = 0): unknown {
-  if (v === null || v === undefined) return v ?? null;
-  switch (typeof v) {
-    case 'string':
-      return redactString(v);
-    case 'number':
-    case 'boolean':
-      return v;
-    case 'object':
-      break;
-    default:
-      return REDACTED; // functions, symbols, bigints
-  }
-  if (depth >= MAX_DEPTH) return REDACTED;
-  if (Array.isArray(v)) {
-    const out = v.slice(0, MAX_ITEMS).map((x) => redactValue(x, depth + 1));
-    if (v.length > MAX_ITEMS) out.push(`…${v.length - MAX_ITEMS} more`);
-    return out;
-  }
-  if (!isPlainObject(v)) return REDACTED; // Error, Date, actor refs, class instances
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(v)) {
-    const value = v[key];
+/** An event with every field that is not structural replaced by "[redacted]"; `type` always survives (as a string). */
+export function redactEvent(_kind: string, event: { type: string }): RedactedEvent {
+  const out: RedactedEvent = { type: typeof event.type === 'string' && EVENT_TYPE.test(event.type) ? event.type : REDACTED };
+  for (const key of Object.keys(event)) {
+    if (key === 'type') continue;
+    const value = (event as Record<string, unknown>)[key];
     if (value === undefined) continue;
-    out[key] = sensitiveKey(key) && value !== null ? REDACTED : redactValue(value, depth + 1);
+    out[key] = value === null ? null : FIELDS.get(key)?.(value) === true ? value : REDACTED;
   }
   return out;
 }
 
-/** An event with its sensitive fields redacted; `type` always survives (as a string). */
-export function redactEvent(_kind: string, event: { type: string }): RedactedEvent {
-  const out = redactValue(event) as Record<string, unknown>;
-  return { ...out, type: typeof event.type === 'string' ? redactString(event.type) : 'unknown' };
+/** A state value (`"ringing"`, `{ "in-progress": "listening" }`) made of names only; else "[redacted]". */
+function isStateValue(v: unknown, depth = 0): boolean {
+  if (typeof v === 'string') return STATE_NAME.test(v);
+  if (typeof v !== 'object' || v === null || Array.isArray(v) || depth >= 8) return false;
+  for (const [k, sub] of Object.entries(v)) if (!STATE_NAME.test(k) || !isStateValue(sub, depth + 1)) return false;
+  return true;
 }
-
-/**
- * A call actor's event, redacted: phone numbers (`from`, `to`, `phoneNumber`,
- * `to_number`, and any phone-like string anywhere), DTMF digits (`digit`), prompts
- * (every field whose name contains "prompt") and carrier errors (`carrierError`,
- * `carrier_error`, an invoked effect's `error`).
- */
-export const redactCallEvent = (event: { type: string }): RedactedEvent => redactEvent('call', event);
-
-/** A call actor's context, redacted by the same rules (a snapshot's context, an `xstate.init` input). */
-export const redactCallContext = (context: Record<string, unknown>): Record<string, unknown> => redactValue(context) as Record<string, unknown>;
+const redactState = (v: unknown): unknown => (isStateValue(v) ? v : REDACTED);
+const redactTags = (tags: readonly string[]): string[] => tags.map((t) => (typeof t === 'string' && STATE_NAME.test(t) ? t : REDACTED));
+const redactStatus = (s: string): string => (typeof s === 'string' && STATE_NAME.test(s) ? s : REDACTED);
 
 // ---------------------------------------------------------------------------------------
 // The hub.
@@ -176,7 +160,7 @@ export function createInspectionHub(): InspectionHub {
             seq: e.seq,
             at: e.at,
             event: e.event ? redactEvent(e.kind, e.event) : null,
-            snapshot: { value: e.snapshot.value, tags: [...e.snapshot.tags], status: e.snapshot.status },
+            snapshot: { value: redactState(e.snapshot.value), tags: redactTags(e.snapshot.tags), status: redactStatus(e.snapshot.status) },
           };
     for (const listener of a.listeners) {
       try {
@@ -201,7 +185,13 @@ export function createInspectionHub(): InspectionHub {
     list(accountId) {
       const a = accounts.get(accountId);
       if (!a) return [];
-      return [...a.actors.values()].map((v) => ({ ...v, tags: [...v.tags], lastEvent: v.lastEvent ? redactEvent(v.kind, v.lastEvent) : null }));
+      return [...a.actors.values()].map((v) => ({
+        ...v,
+        value: redactState(v.value),
+        tags: redactTags(v.tags),
+        status: redactStatus(v.status),
+        lastEvent: v.lastEvent ? redactEvent(v.kind, v.lastEvent) : null,
+      }));
     },
     subscribe(accountId, listener) {
       const a = accountOf(accountId);

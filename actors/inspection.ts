@@ -1,8 +1,9 @@
 // The live machine view's contract (issue 7): what the supervisor tells about its live
 // actors, per account, for `GET /v1/debug/actors` and the debug websocket. The shapes
 // follow XState's inspection events (`@xstate.snapshot`, `@xstate.event`) so a
-// developer who knows XState's inspector reads them at once; every field that could
-// carry personal data or secrets is redacted before it leaves the supervisor.
+// developer who knows XState's inspector reads them at once. Only structural values
+// (event types, times, counts, flags, enumerated words, carrier ids, state names) leave
+// the hub; every other field is redacted (actors/inspection-hub.ts, an allowlist).
 
 /** One live actor as the list shows it. */
 export interface ActorView {
@@ -19,7 +20,7 @@ export interface ActorView {
   updatedAt: number;
 }
 
-/** An event with the fields that may identify a person or leak a secret replaced by `"[redacted]"`. */
+/** An event with every field that is not on the hub's allowlist of structural values replaced by `"[redacted]"`. */
 export type RedactedEvent = { type: string } & Record<string, unknown>;
 
 export type InspectionEvent =

@@ -19,7 +19,7 @@ const redactedEvent = z
   .catchall(z.unknown())
   .meta({
     description:
-      'An event as the machine took it, with phone numbers, DTMF digits, prompts, carrier errors and any other personal field replaced by `"[redacted]"`.',
+      'An event as the machine took it, with only structural values shown (its `type`, times, durations, flags, enumerated statuses, reasons and timer names, the carrier\'s call and leg ids); every other value, and every object or list (a booking, the caller\'s context, a transcript line, a carrier error), is `"[redacted]"`.',
   });
 
 export const actorListItemSchema = z.object({
@@ -46,7 +46,7 @@ export const actorListItem = (v: ActorView): ActorListItem => ({
 
 const LIST_DESCRIPTION =
   'The account’s live actors (calls being dialed, ringing, on the line or finishing), oldest first, each with its current state, tags and ' +
-  'last event. Phone numbers, DTMF digits, prompts and carrier errors are redacted. The same list, then every transition as it happens, ' +
+  'last event. Only structural values are shown; everything else (phone numbers, key presses, prompts, transcripts, bookings, caller context, carrier errors) is redacted. The same list, then every transition as it happens, ' +
   'streams on the websocket `GET /v1/debug/actors/ws` (authenticate with `Authorization: Bearer KEY_ID:KEY_SECRET`, or from a browser ' +
   'by offering the subprotocol `bearer.KEY_ID.KEY_SECRET`); the page `GET /debug` renders it. A viewer that stops reading is disconnected ' +
   'with close code 1013 once 256 KiB wait for it.';
