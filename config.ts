@@ -70,6 +70,12 @@ const envSchema = z.object({
   RATE_LIMIT_READS_PER_MIN: int(1, 100_000_000).default(600),
   RATE_LIMIT_WRITES_PER_MIN: int(1, 100_000_000).default(120),
   KEY_CREATION_PER_HOUR_PER_IP: int(1, 100_000_000).default(10),
+  // Per client IP, outside /v1: recording links (a player's range requests), and carrier
+  // webhooks. Carriers send every call's events from a few addresses; a throttled event is
+  // a lost call state, so the default (500/s) sits five times above what one process at its
+  // capacity receives (600 calls at once lasting a minute, ~10 events each: 6000 a minute).
+  RATE_LIMIT_RECORDINGS_PER_MIN: int(1, 100_000_000).default(300),
+  RATE_LIMIT_CARRIER_PER_MIN: int(1, 100_000_000).default(30_000),
   MAX_BODY_BYTES: int(1024, 64 * 1024 * 1024).default(5 * 1024 * 1024),
   // All request bodies being read at once share this bound, so slow or abusive uploads
   // cannot take the process's memory; beyond it requests get 503 with Retry-After.
@@ -118,7 +124,7 @@ export interface Config {
     /** The waits between attempts; null: the production schedule (actors/analysis-plan.ts). */
     retryScheduleMs: number[] | null;
   };
-  rateLimits: { readsPerMin: number; writesPerMin: number; keyCreationPerHourPerIp: number };
+  rateLimits: { readsPerMin: number; writesPerMin: number; keyCreationPerHourPerIp: number; recordingsPerMin: number; carrierPerMin: number };
   maxBodyBytes: number;
   maxInflightBodyBytes: number;
   trustProxy: boolean;
@@ -173,6 +179,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       readsPerMin: e.RATE_LIMIT_READS_PER_MIN,
       writesPerMin: e.RATE_LIMIT_WRITES_PER_MIN,
       keyCreationPerHourPerIp: e.KEY_CREATION_PER_HOUR_PER_IP,
+      recordingsPerMin: e.RATE_LIMIT_RECORDINGS_PER_MIN,
+      carrierPerMin: e.RATE_LIMIT_CARRIER_PER_MIN,
     },
     maxBodyBytes: e.MAX_BODY_BYTES,
     maxInflightBodyBytes: e.MAX_INFLIGHT_BODY_BYTES,

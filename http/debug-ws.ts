@@ -8,7 +8,10 @@
 // websocket) as the offered subprotocol `bearer.KEY_ID.KEY_SECRET` (or
 // `bearer.KEY_ID:KEY_SECRET`, which non-browser clients may send; browsers refuse `:` in
 // a subprotocol), echoed back on accept. A refused upgrade is an HTTP answer (401, 429,
-// 503) with the API's error envelope, and the connection closes.
+// 503) with the API's error envelope, and the connection closes before anything sent
+// after it is parsed (close-answer.ts). Upgrades count in the service's shared rate-limit
+// buckets (rate-limit.ts): a read of the key, or an attempt without a working key of the
+// client IP, the same bucket HTTP requests without one count in.
 //
 // A viewer never slows a call: events are serialized once per account (not per viewer)
 // and handed to uWS, which queues them; a viewer whose unread backlog passes
@@ -21,7 +24,8 @@ import type { Metrics } from '../metrics.ts';
 import type { InspectionEvent, LiveActorSource } from '../actors/inspection.ts';
 import type { Authenticator, AuthContext } from './auth.ts';
 import { ApiError } from './errors.ts';
-import { FixedWindowLimiter } from './rate-limit.ts';
+import { rateLimitExceeded, type RateLimits } from './rate-limit.ts';
+import { answerAndClose } from './close-answer.ts';
 import { actorListItem } from './routes/debug.ts';
 
 export const DEBUG_WS_PATH = '/v1/debug/actors/ws';
@@ -43,8 +47,8 @@ export interface DebugSocketDeps {
   metrics: Metrics;
   log: Logger;
   trustProxy: boolean;
-  /** Upgrades per minute, counted like GET requests: per key, or per client IP without a working key. */
-  readsPerMin: number;
+  /** The service's buckets, shared with the HTTP pipeline: an upgrade counts like a GET request. */
+  limits: RateLimits;
   maxBufferedBytes?: number;
   recheckMs?: number;
 }
@@ -86,7 +90,6 @@ function credentialFromProtocols(header: string): { credential: string; protocol
 export function registerDebugSockets(app: TemplatedApp, deps: DebugSocketDeps): DebugSockets {
   const { source, log } = deps;
   const maxBuffered = deps.maxBufferedBytes ?? DEFAULT_VIEWER_MAX_BUFFERED;
-  const limiter = new FixedWindowLimiter(60_000);
   /** Viewers by account, with the one hub subscription that feeds them all. */
   const byAccount = new Map<string, { viewers: Set<Viewer>; unsubscribe: () => void }>();
   const open = new Set<Viewer>();
@@ -97,10 +100,8 @@ export function registerDebugSockets(app: TemplatedApp, deps: DebugSocketDeps): 
   deps.metrics.gauge('switchboard_debug_viewers_dropped_total', 'Live machine view websockets closed because the viewer did not read fast enough.', () => dropped);
 
   function refuse(res: HttpResponse, err: ApiError): void {
-    res.writeStatus(`${err.status} ${STATUS_CODES[err.status] ?? ''}`.trim());
-    for (const [k, v] of Object.entries(err.headers ?? {})) res.writeHeader(k, v);
-    res.writeHeader('Content-Type', 'application/json');
-    res.end(JSON.stringify(err.toBody()), true);
+    const headers = { ...err.headers, 'Content-Type': 'application/json', 'X-Content-Type-Options': 'nosniff' };
+    answerAndClose(res, `${err.status} ${STATUS_CODES[err.status] ?? ''}`.trim(), headers, JSON.stringify(err.toBody()));
   }
 
   /** Sends or, when the viewer is too far behind, disconnects it. Never waits. */
@@ -187,11 +188,10 @@ export function registerDebugSockets(app: TemplatedApp, deps: DebugSocketDeps): 
         }
         failure = e;
       }
-      // Counted like a GET: per key, or per IP without a working key (guessing keys is throttled).
-      const d = limiter.hit(auth ? `key:${auth.keyId}` : `ip:${ip}`, deps.readsPerMin, now);
-      if (!d.allowed) {
-        return refuse(res, new ApiError('rate_limit_exceeded', `Rate limit exceeded, try again in ${d.retryAfter} seconds.`, { retry_after: d.retryAfter }, { 'Retry-After': String(d.retryAfter) }));
-      }
+      // Counted like a GET: the key's reads, or without a working key the client IP's one
+      // bucket, shared with HTTP requests, so guessing keys has one budget over both.
+      const d = auth ? deps.limits.keyed(auth.keyId, false, now) : deps.limits.anonymous(ip, now);
+      if (!d.allowed) return refuse(res, rateLimitExceeded(d));
       if (!auth) return refuse(res, (failure as ApiError | null) ?? new ApiError('invalid_api_key'));
       if ((byAccount.get(auth.accountId)?.viewers.size ?? 0) >= MAX_VIEWERS_PER_ACCOUNT) {
         return refuse(res, new ApiError('rate_limit_exceeded', `At most ${MAX_VIEWERS_PER_ACCOUNT} live machine viewers per account; close one first.`, { retry_after: 5 }, { 'Retry-After': '5' }));

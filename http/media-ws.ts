@@ -16,6 +16,7 @@ import type { EngineFactory } from '../voice/engine/engine.ts';
 import type { MediaBindings, MediaProvider } from '../voice/media/bindings.ts';
 import { CLOSE_POLICY, createMediaSession, DEFAULT_MAX_BUFFERED_BYTES, type MediaCounters, type MediaSession } from '../voice/media/session.ts';
 import type { Metrics } from '../metrics.ts';
+import { answerAndClose } from './close-answer.ts';
 
 export interface MediaSocketDeps {
   bindings: MediaBindings;
@@ -121,12 +122,14 @@ export function registerMediaSockets(app: TemplatedApp, deps: MediaSocketDeps): 
   const sweeper = setInterval(sweep, Math.min(1000, Math.max(10, Math.ceil(timeoutMs / 5))));
   sweeper.unref();
 
-  /** Answers the upgrade request itself and closes the connection: no socket, no session. */
+  /**
+   * Answers the upgrade request itself and closes the connection: no socket, no session,
+   * and nothing sent after the request is parsed (close-answer.ts).
+   */
   function refuse(res: HttpResponse, status: string, body: string, retry: boolean): void {
-    res.writeStatus(status);
-    if (retry) res.writeHeader('Retry-After', retryAfter);
-    res.writeHeader('Content-Type', 'text/plain; charset=utf-8');
-    res.end(body, true);
+    const headers: Record<string, string> = { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff' };
+    if (retry) headers['Retry-After'] = retryAfter;
+    answerAndClose(res, status, headers, body);
   }
 
   /** Whether a live call expects carrier B's URL token; a failing look-up leaves the check to `start`. */

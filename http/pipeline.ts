@@ -1,15 +1,16 @@
 // The request pipeline, free of uWS, in two steps. `begin` runs on the request line and
 // headers alone: canonical path → route → authenticate → rate limit → declared body
 // size. Only a request it admits has its body read; `complete` then runs idempotency →
-// content type and JSON → validation → handler → envelope. Every /v1 response carries
-// X-RateLimit-* headers; every response carries X-Request-Id.
+// content type and JSON → validation → handler → envelope. Every response of a
+// rate-limited route carries X-RateLimit-* headers; every response carries X-Request-Id
+// and X-Content-Type-Options: nosniff.
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Storage } from '../storage/index.ts';
 import { ApiError } from './errors.ts';
-import { FixedWindowLimiter, rateLimitHeaders, type RateDecision } from './rate-limit.ts';
+import { rateLimitExceeded, rateLimitHeaders, type RateDecision, type RateLimits } from './rate-limit.ts';
 import { Router } from './router.ts';
-import type { HandlerContext, HandlerResult, RouteDef } from './route.ts';
+import type { FileRegion, HandlerContext, HandlerResult, RouteDef } from './route.ts';
 import type { Authenticator, AuthContext } from './auth.ts';
 import { parseWith } from './validation.ts';
 import { canonicalPath } from './canonical-path.ts';
@@ -30,8 +31,10 @@ export interface RawRequest {
 export interface RawResponse {
   status: number;
   headers: Record<string, string>;
-  /** Bytes only for binary answers (a recording); everything else is JSON text. */
-  body: string | Uint8Array;
+  /** JSON or other text; empty when `file` is the body. */
+  body: string;
+  /** A file region the adapter streams as the body (a recording). */
+  file?: FileRegion;
 }
 
 export interface PipelineDeps {
@@ -40,7 +43,8 @@ export interface PipelineDeps {
   metrics: Metrics;
   log: Logger;
   routes: RouteDef<any, any>[];
-  rateLimits: { readsPerMin: number; writesPerMin: number; keyCreationPerHourPerIp: number };
+  /** The service's one set of buckets, shared with the websocket upgrades (debug-ws.ts). */
+  limits: RateLimits;
   clock: () => number;
   /** The largest body any route accepts (413 above it). */
   maxBodyBytes: number;
@@ -58,36 +62,24 @@ export function createPipeline(deps: PipelineDeps) {
   const { storage, metrics, log, clock } = deps;
   const router = new Router<RouteDef<any, any>>();
   for (const r of deps.routes) router.add(r.method, r.path, r);
-  const perMinute = new FixedWindowLimiter(60_000);
-  const perHour = new FixedWindowLimiter(3_600_000);
+  const { limits } = deps;
   const inFlight = new Set<string>();
   const requestLog = createRequestLog(log);
   const idPrefix = Math.random().toString(36).slice(2, 8);
   let idCounter = 0;
 
-  function rateLimit(bucket: string, limit: number, limiter: FixedWindowLimiter, now: number, headers: Record<string, string>): void {
-    const d: RateDecision = limiter.hit(bucket, limit, now);
+  function rateLimit(d: RateDecision, headers: Record<string, string>): void {
     Object.assign(headers, rateLimitHeaders(d));
-    if (!d.allowed) {
-      throw new ApiError(
-        'rate_limit_exceeded',
-        `Rate limit exceeded, try again in ${d.retryAfter} seconds.`,
-        { retry_after: d.retryAfter },
-        { 'Retry-After': String(d.retryAfter) },
-      );
-    }
+    if (!d.allowed) throw rateLimitExceeded(d);
   }
 
   /** Authenticates and applies the bucket of the request's class; throws 401/429. */
   function gate(route: RouteDef | null, req: RawRequest, now: number, headers: Record<string, string>): AuthContext | null {
     const header = req.headers['authorization'];
     if (route?.rateLimit === 'key_creation') {
-      rateLimit(`keys:${req.ip}`, deps.rateLimits.keyCreationPerHourPerIp, perHour, now, headers);
+      rateLimit(limits.keyCreation(req.ip, now), headers);
       return deps.auth.authenticate(header, now);
     }
-    const write = MUTATIONS.has(req.method);
-    const limit = write ? deps.rateLimits.writesPerMin : deps.rateLimits.readsPerMin;
-    const cls = write ? 'w' : 'r';
     let auth: AuthContext | null = null;
     let failure: unknown = null;
     if (route?.auth !== 'none') {
@@ -97,8 +89,9 @@ export function createPipeline(deps: PipelineDeps) {
         failure = e;
       }
     }
-    // Requests without a working key count against their IP, so guessing keys is throttled too.
-    rateLimit(auth ? `key:${auth.keyId}:${cls}` : `ip:${req.ip}:${cls}`, limit, perMinute, now, headers);
+    // Requests without a working key count against their IP, so guessing keys is throttled
+    // too: in one bucket with the websocket upgrades' attempts (rate-limit.ts).
+    rateLimit(auth ? limits.keyed(auth.keyId, MUTATIONS.has(req.method), now) : limits.anonymous(req.ip, now), headers);
     if (failure) throw failure;
     if (!auth && route?.auth !== 'none') throw new ApiError('invalid_api_key');
     return auth;
@@ -150,7 +143,8 @@ export function createPipeline(deps: PipelineDeps) {
     readonly started = performance.now();
     readonly now = clock();
     readonly requestId = `req_${idPrefix}${(idCounter++).toString(36)}`;
-    readonly headers: Record<string, string> = { 'X-Request-Id': this.requestId };
+    // nosniff: a browser never reads a recording or an error as anything but its declared type.
+    readonly headers: Record<string, string> = { 'X-Request-Id': this.requestId, 'X-Content-Type-Options': 'nosniff' };
     auth: AuthContext | null = null;
     flightKey: string | null = null;
     idem: { scope: string; key: string; hash: Buffer } | null = null;
@@ -165,7 +159,7 @@ export function createPipeline(deps: PipelineDeps) {
       public pattern: string,
     ) {}
 
-    finish(status: number, body: string | Uint8Array): RawResponse {
+    finish(status: number, body: string, file?: FileRegion): RawResponse {
       if (this.flightKey) inFlight.delete(this.flightKey);
       const seconds = (performance.now() - this.started) / 1000;
       metrics.observeRequest(this.req.method, this.pattern, status, seconds);
@@ -177,7 +171,7 @@ export function createPipeline(deps: PipelineDeps) {
         accountId: this.auth?.accountId,
         requestId: this.requestId,
       });
-      return { status, headers: this.headers, body };
+      return file ? { status, headers: this.headers, body, file } : { status, headers: this.headers, body };
     }
 
     save(st: number, b: string, h?: Record<string, string>): void {
@@ -202,10 +196,10 @@ export function createPipeline(deps: PipelineDeps) {
       return this.finish(500, JSON.stringify(new ApiError('server_error', undefined, { request_id: this.requestId }).toBody()));
     }
 
-    succeed(result: HandlerResult, body: string | Uint8Array): RawResponse {
+    succeed(result: HandlerResult, body: string): RawResponse {
       if (result.headers) Object.assign(this.headers, result.headers);
       this.headers['Content-Type'] = result.contentType ?? 'application/json';
-      return this.finish(result.status, body);
+      return this.finish(result.status, result.file ? '' : body, result.file);
     }
 
     /** Answers before the body is read; the adapter discards whatever body follows. */
@@ -262,7 +256,7 @@ export function createPipeline(deps: PipelineDeps) {
           return Promise.resolve()
             .then(() => r.handler(ctx))
             .then((result) => {
-              const body = serialize(result);
+              const body = result.file ? '' : serialize(result);
               this.save(result.status, body, result.headers);
               return this.succeed(result, body);
             })
@@ -270,8 +264,7 @@ export function createPipeline(deps: PipelineDeps) {
         }
         if (!MUTATIONS.has(req.method)) {
           const result = r.handler(ctx) as HandlerResult;
-          // A read may answer with bytes (a recording); nothing read is stored for replay.
-          return this.succeed(result, result.body instanceof Uint8Array ? result.body : serialize(result));
+          return this.succeed(result, result.file ? '' : serialize(result));
         }
         // One transaction holds the handler's writes and the stored idempotent reply.
         let body = '';
@@ -312,6 +305,9 @@ export function createPipeline(deps: PipelineDeps) {
       if (m.kind === 'method_not_allowed') {
         throw new ApiError('method_not_allowed', `${req.method} is not supported on ${m.pattern}; use ${m.allowed.join(', ')}.`, undefined, { Allow: m.allowed.join(', ') });
       }
+      // Public routes outside /v1 (recording links, carrier webhooks) are limited per client IP.
+      const cls = m.value.rateLimit;
+      if (cls === 'recordings' || cls === 'carrier') rateLimit(limits.perIp(cls, req.ip, x.now), x.headers);
       if (declaredLength !== null && declaredLength > deps.maxBodyBytes) throw new ApiError('payload_too_large');
       const idemKey = req.headers['idempotency-key'];
       if (idemKey !== undefined && MUTATIONS.has(req.method) && x.isV1 && (idemKey.length < 1 || idemKey.length > 255)) {

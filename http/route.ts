@@ -34,16 +34,30 @@ export interface HandlerContext<B, Q> extends RequestInfo {
 
 export interface HandlerResult {
   status: number;
-  /** Serialized as JSON unless it is already a string. */
+  /** Serialized as JSON unless it is already a string; ignored when `file` is set. */
   body: unknown;
   headers?: Record<string, string>;
   contentType?: string;
+  /**
+   * Bytes of a file as the body, streamed by the adapter with backpressure (a recording can
+   * be hundreds of MB: it is never read whole, and a HEAD request never opens it).
+   */
+  file?: FileRegion;
+}
+
+/** Bytes `start` to `end` (inclusive, as in Content-Range) of the file at `path`; `end` is `start - 1` for none. */
+export interface FileRegion {
+  path: string;
+  start: number;
+  end: number;
 }
 
 export interface ResponseDoc {
   description: string;
   schema?: z.ZodType;
 }
+
+export type RateLimitClass = 'default' | 'key_creation' | 'recordings' | 'carrier' | 'none';
 
 export interface RouteDef<B = unknown, Q = unknown> {
   method: Method;
@@ -53,8 +67,15 @@ export interface RouteDef<B = unknown, Q = unknown> {
   tag: string;
   /** `required` (default for /v1), `optional` (POST /v1/keys), `none` (public). */
   auth?: 'required' | 'optional' | 'none';
-  /** Which rate-limit bucket: per key by read/write class, or the per-IP key-creation bucket. */
-  rateLimit?: 'default' | 'key_creation' | 'none';
+  /**
+   * Which rate-limit bucket (http/rate-limit.ts), checked before the body is read:
+   * `default` (every /v1 route) is per key by read/write class, and per client IP for
+   * attempts without a working key; `key_creation` is the per-IP hourly bucket of POST
+   * /v1/keys; `recordings` and `carrier` are per client IP for the public links and the
+   * carriers' webhooks; `none` is not limited (outside /v1 only). Unset: `default` under
+   * /v1, not limited elsewhere (health, metrics). The OpenAPI document states each bucket.
+   */
+  rateLimit?: RateLimitClass;
   body?: z.ZodType<B>;
   /** Read-only response fields an update ignores, so a fetched object can be sent back. */
   ignoreFields?: string[];

@@ -1,12 +1,16 @@
-// The one file that owns uWebSockets.js for HTTP. Its rules: register onAborted
-// before anything async; copy what we need out of `req` at once (it is stack-allocated
-// and dies when the callback returns); copy every body chunk (uWS neuters it after the
-// callback); cork every write made after the first tick; close the listen socket to stop.
+// The one file that owns uWebSockets.js for HTTP (with its two helpers: close-answer.ts
+// for answers that close the connection, file-body.ts for file bodies). Its rules:
+// register onAborted before anything async; copy what we need out of `req` at once (it is
+// stack-allocated and dies when the callback returns); copy every body chunk (uWS neuters
+// it after the callback); cork every write made after the first tick; never end() a
+// response with Connection: close (close-answer.ts says why); close the listen socket to stop.
 import uWS from 'uWebSockets.js';
 import { STATUS_CODES } from 'node:http';
 import type { Logger } from 'pino';
 import type { Exchange, Pipeline, RawRequest, RawResponse } from './pipeline.ts';
 import { ApiError } from './errors.ts';
+import { answerAndClose } from './close-answer.ts';
+import { regionLength, sendFile } from './file-body.ts';
 
 export interface HttpServerOptions {
   host: string;
@@ -90,19 +94,38 @@ export function startHttpServer(opts: HttpServerOptions): Promise<HttpServer> {
   /** Bytes reserved by bodies being read or handled now. */
   let bufferedBodies = 0;
 
-  // HEAD answers carry the length of the body a GET would get, and no body: a body
-  // would be read by the client as the start of the next response. (This uWS build's
-  // endWithoutBody(length) never completes the response, so the length is written as
-  // a header and the response ended without one; a closing HEAD answer, whose length
-  // no longer matters, ends empty.)
-  function write(res: uWS.HttpResponse, out: RawResponse, close: boolean, head: boolean): void {
-    res.writeStatus(statusLine(out.status));
-    for (const name in out.headers) res.writeHeader(name, out.headers[name]!);
-    if (close || draining) res.end(head ? '' : out.body, true);
-    else if (head) {
-      res.writeHeader('Content-Length', String(Buffer.byteLength(out.body)));
-      res.endWithoutBody();
-    } else res.end(out.body);
+  /**
+   * Writes an answer. A closing one (`close`, or any answer while shutting down) goes
+   * through answerAndClose: the socket is closed before uWS parses another byte of it, so
+   * nothing pipelined behind the request can run. HEAD answers carry the length of the
+   * body a GET would get, and no body: a body would be read by the client as the start of
+   * the next response. (This uWS build's endWithoutBody(length) never completes the
+   * response, so the length is written as a header and the response ended without one.)
+   * A file region is streamed with backpressure (file-body.ts), also while shutting down:
+   * it is written after the parse loop, and a streamed response cannot be closed once
+   * ended, so it does not say close (the process ends it at the end of the grace period).
+   */
+  function send(res: uWS.HttpResponse, aborted: { v: boolean }, out: RawResponse, close: boolean, head: boolean): void {
+    if (close || (draining && !out.file)) {
+      answerAndClose(res, statusLine(out.status), out.headers, out.body, head);
+      return;
+    }
+    if (out.file && !head) {
+      inFlight++;
+      sendFile(res, aborted, statusLine(out.status), out.headers, out.file, () => {
+        inFlight--;
+        settle();
+      });
+      return;
+    }
+    res.cork(() => {
+      res.writeStatus(statusLine(out.status));
+      for (const name in out.headers) res.writeHeader(name, out.headers[name]!);
+      if (head) {
+        res.writeHeader('Content-Length', String(out.file ? regionLength(out.file) : Buffer.byteLength(out.body)));
+        res.endWithoutBody();
+      } else res.end(out.body);
+    });
   }
 
   function settle(): void {
@@ -112,18 +135,18 @@ export function startHttpServer(opts: HttpServerOptions): Promise<HttpServer> {
   function deliver(res: uWS.HttpResponse, aborted: { v: boolean }, head: boolean, out: RawResponse | Promise<RawResponse>, release: number): void {
     if (!(out instanceof Promise)) {
       bufferedBodies -= release;
-      if (!aborted.v) res.cork(() => write(res, out, false, head));
+      if (!aborted.v) send(res, aborted, out, false, head);
       settle();
       return;
     }
     inFlight++;
     out
       .then((done) => {
-        if (!aborted.v) res.cork(() => write(res, done, false, head));
+        if (!aborted.v) send(res, aborted, done, false, head);
       })
       .catch((err: unknown) => {
         opts.log.error({ err }, 'pipeline failed');
-        if (!aborted.v) res.cork(() => write(res, { status: 500, headers: {}, body: '' }, true, head));
+        if (!aborted.v) send(res, aborted, failure(), true, head);
       })
       .finally(() => {
         bufferedBodies -= release;
@@ -142,11 +165,11 @@ export function startHttpServer(opts: HttpServerOptions): Promise<HttpServer> {
   function refuseAndDiscard(res: uWS.HttpResponse, aborted: { v: boolean }, out: RawResponse, framing: Framing, head: boolean): void {
     const expectsBody = framing.chunked || (framing.declared !== null && framing.declared > 0);
     if (!expectsBody) {
-      if (!aborted.v) res.cork(() => write(res, out, false, head));
+      if (!aborted.v) send(res, aborted, out, false, head);
       return;
     }
     if (framing.declared !== null && framing.declared > opts.lingerBytes) {
-      if (!aborted.v) res.cork(() => write(res, out, true, head));
+      if (!aborted.v) send(res, aborted, out, true, head);
       return;
     }
     let discarded = 0;
@@ -156,7 +179,7 @@ export function startHttpServer(opts: HttpServerOptions): Promise<HttpServer> {
       discarded += chunk.byteLength;
       if (isLast || discarded > opts.lingerBytes) {
         answered = true;
-        if (!aborted.v) res.cork(() => write(res, out, !isLast, head));
+        if (!aborted.v) send(res, aborted, out, !isLast, head);
       }
     });
   }
@@ -191,7 +214,7 @@ export function startHttpServer(opts: HttpServerOptions): Promise<HttpServer> {
     if (framing.malformed) {
       // The body's end is not known, so nothing after it can be read as a request: close.
       const out = opts.pipeline.refuse(raw, new ApiError('malformed_request', framing.malformed));
-      res.cork(() => write(res, out, true, head));
+      send(res, aborted, out, true, head);
       return;
     }
 
@@ -217,7 +240,7 @@ export function startHttpServer(opts: HttpServerOptions): Promise<HttpServer> {
         } else if (skipped > opts.lingerBytes) {
           answered = true;
           const out = x.reject(new ApiError('payload_too_large')).response!;
-          if (!aborted.v) res.cork(() => write(res, out, true, head));
+          if (!aborted.v) send(res, aborted, out, true, head);
         }
       });
       return;
@@ -272,10 +295,19 @@ export function startHttpServer(opts: HttpServerOptions): Promise<HttpServer> {
       if (isLast || discarded > opts.lingerBytes) {
         mode = 'done';
         const out = answer!;
-        if (!aborted.v) res.cork(() => write(res, out, !isLast, head));
+        if (!aborted.v) send(res, aborted, out, !isLast, head);
       }
     });
   });
+
+  /** The answer when the pipeline itself failed (a defect): the envelope, and the connection closed. */
+  function failure(): RawResponse {
+    return {
+      status: 500,
+      headers: { 'Content-Type': 'application/json', 'X-Content-Type-Options': 'nosniff' },
+      body: JSON.stringify(new ApiError('server_error').toBody()),
+    };
+  }
 
   function busy(x: Exchange): RawResponse {
     x.reject(new ApiError('server_busy', undefined, { retry_after: BUSY_RETRY_AFTER_S }, { 'Retry-After': String(BUSY_RETRY_AFTER_S) }));

@@ -106,7 +106,7 @@ export function carrierTwilioTransferRoutes({ storage, config, clock, calls }: A
       summary: `Carrier A transfer webhook: ${hook}`,
       tag: 'Carrier webhooks',
       auth: 'none',
-      rateLimit: 'none',
+      rateLimit: 'carrier',
       rawBody: true,
       query,
       responses: { 200: { description: `${DESCRIPTIONS[hook]} TwiML (text/xml).` } },

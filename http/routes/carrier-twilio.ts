@@ -95,7 +95,7 @@ export function carrierTwilioRoutes({ storage, config, clock, calls }: AppDeps) 
       summary: `Carrier A ${kind} webhook`,
       tag: 'Carrier webhooks',
       auth: 'none',
-      rateLimit: 'none',
+      rateLimit: 'carrier',
       rawBody: true,
       query: z.object({ cid: z.string().optional().meta({ description: 'Our internal call id, on the URLs of outbound calls.' }) }).loose(),
       responses: { 200: { description: `${DESCRIPTIONS[kind]} TwiML (text/xml).` } },

@@ -1,7 +1,9 @@
 // The public link of a call's recording: GET /recordings/<token>.mp3, without an API key.
 // The token (32 random characters) is the whole credential: anyone holding the link can
 // listen, nobody can list or guess one. A malformed, unknown or deleted token is the same 404.
-import { readFileSync } from 'node:fs';
+// The answer names the file region; the adapter streams it with backpressure (a file is
+// never read whole, a HEAD never opens it), and each client IP has its own rate limit.
+import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { ApiError } from '../errors.ts';
@@ -35,36 +37,43 @@ export function recordingRoutes(deps: AppDeps) {
       summary: 'A call recording (public link)',
       tag: 'Calls',
       auth: 'none',
+      rateLimit: 'recordings',
+      async: true,
       responses: {
         200: { description: 'The recording, `audio/mpeg`; a `Range: bytes=…` request gets 206 with that part.' },
         206: { description: 'The asked part of the recording.' },
+        416: { description: 'The range starts past the end of the recording; `Content-Range: bytes */<size>` gives its size.' },
       },
       errors: ['recording_not_found'],
-      handler: ({ params, headers }) => {
+      handler: async ({ params, headers }) => {
         const file = params.file ?? '';
         const dataDir = deps.storage.recordings.dataDir;
         const path = `${RECORDINGS_DIR}/${file}`;
         if (!FILE.test(file) || dataDir === null || !deps.storage.recordings.byPath(path)) throw new ApiError('recording_not_found');
-        let bytes: Buffer;
+        const full = join(dataDir, path);
+        let size: number;
         try {
-          bytes = readFileSync(join(dataDir, path));
+          const info = await stat(full);
+          if (!info.isFile()) throw new Error('not a file');
+          size = info.size;
         } catch {
           throw new ApiError('recording_not_found');
         }
         const common = { 'Accept-Ranges': 'bytes', 'Cache-Control': 'private, no-store' };
-        const range = byteRange(headers.range, bytes.length);
+        const range = byteRange(headers.range, size);
         if (range === 'unsatisfiable') {
-          return { status: 416, body: '', contentType: 'audio/mpeg', headers: { ...common, 'Content-Range': `bytes */${bytes.length}` } };
+          return { status: 416, body: '', contentType: 'audio/mpeg', headers: { ...common, 'Content-Range': `bytes */${size}` } };
         }
         if (range) {
           return {
             status: 206,
-            body: bytes.subarray(range.start, range.end + 1),
+            body: '',
             contentType: 'audio/mpeg',
-            headers: { ...common, 'Content-Range': `bytes ${range.start}-${range.end}/${bytes.length}` },
+            headers: { ...common, 'Content-Range': `bytes ${range.start}-${range.end}/${size}` },
+            file: { path: full, ...range },
           };
         }
-        return { status: 200, body: bytes, contentType: 'audio/mpeg', headers: common };
+        return { status: 200, body: '', contentType: 'audio/mpeg', headers: common, file: { path: full, start: 0, end: size - 1 } };
       },
     }),
   ];
