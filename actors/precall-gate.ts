@@ -130,7 +130,8 @@ export function createPrecallGate(deps: PrecallGateDeps): PrecallGate {
       return { kind: 'answer', status: res.status, body: res.body };
     } catch (err) {
       if (err instanceof TargetRequestError) {
-        const why = err.kind === 'too_large' ? `the answer is longer than ${PRECALL_MAX_ANSWER_BYTES} bytes` : err.kind === 'timeout' ? `no answer within ${timeoutMs} ms` : `${err.kind}: ${err.message}`;
+        // The category only: the socket's own message names addresses and ports (it is on the call record).
+        const why = err.kind === 'too_large' ? `the answer is longer than ${PRECALL_MAX_ANSWER_BYTES} bytes` : err.kind === 'timeout' ? `no answer within ${timeoutMs} ms` : err.publicMessage;
         return { kind: 'failed', timeout: err.kind === 'timeout', error: why, status: err.status };
       }
       return { kind: 'failed', timeout: false, error: 'the request failed', status: null };

@@ -7,7 +7,7 @@
 // answer in time"). Never throws; nothing here is logged with the call's content.
 import type { Agent } from 'node:https';
 import { newPrefixedId } from '../storage/ids.ts';
-import { requestTarget, TargetRequestError } from '../voice/target-request.ts';
+import { requestTarget, toTargetError } from '../voice/target-request.ts';
 import { signatureHeaders } from './webhook-signing.ts';
 
 export const TOOL_TIMEOUT_MS = 10_000;
@@ -17,7 +17,7 @@ export type ToolOutcome =
   /** `result`: the answer as the model is given it (compact JSON text). */
   | { ok: true; result: string; status: number }
   /** `error`: why there is no answer, for the model; `kind` for logs and metrics. */
-  | { ok: false; error: string; kind: 'bad_arguments' | 'timeout' | 'refused_address' | 'status' | 'too_large' | 'network' | 'invalid_url'; status: number | null };
+  | { ok: false; error: string; kind: 'bad_arguments' | 'timeout' | 'refused_address' | 'status' | 'too_large' | 'connection_failed' | 'tls_error' | 'invalid_url'; status: number | null };
 
 export interface ToolRunDeps {
   /** ALLOW_PRIVATE_NETWORK_TARGETS. */
@@ -78,7 +78,7 @@ export async function runHttpTool(deps: ToolRunDeps, req: ToolRunRequest): Promi
       ...(req.signal ? { signal: req.signal } : {}),
     });
   } catch (err) {
-    const e = err instanceof TargetRequestError ? err : new TargetRequestError('network', String(err));
+    const e = toTargetError(err);
     const seconds = Math.max(1, Math.round((deps.timeoutMs ?? TOOL_TIMEOUT_MS) / 1000));
     const error =
       e.kind === 'timeout'

@@ -339,7 +339,9 @@ describe('create: every rejected value answers with its code and changes nothing
   });
 
   it('invalid_url for a webhook_url that is not https on a public host', async () => {
-    for (const webhook_url of ['http://hooks.example.com/x', 'not a url', 'https://127.0.0.1/x', 'https://localhost/x', 'https://[::1]/x', 'https://10.1.2.3/x', 'https://user:pw@example.com/x']) {
+    for (const webhook_url of ['http://hooks.example.com/x', 'not a url', 'https://127.0.0.1/x', 'https://localhost/x', 'https://[::1]/x', 'https://10.1.2.3/x', 'https://user:pw@example.com/x',
+      // Special-purpose ranges (issue 18): documentation, benchmarking, IETF protocol, IPv4-translated.
+      'https://192.0.2.2:18443/', 'https://198.18.0.1/x', 'https://192.0.0.170/x', 'https://[::ffff:0:127.0.0.1]/x']) {
       await expectCreateRejected({ webhook_url }, 'invalid_url', 'webhook_url');
     }
   });

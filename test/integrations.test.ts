@@ -301,6 +301,13 @@ describe('private targets with ALLOW_PRIVATE_NETWORK_TARGETS=false', () => {
     'https://[fe80::1]/hook',
     'https://[::ffff:127.0.0.1]/hook',
     'https://2130706433/hook',
+    // Special-purpose ranges (issue 18): documentation, benchmarking, IETF protocol
+    // assignments, the IPv4-translated IPv6 form. A connection had been made to each.
+    'https://192.0.2.2:18443/',
+    'https://192.0.2.1/hook',
+    'https://198.18.0.1/hook',
+    'https://192.0.0.170/hook',
+    'https://[::ffff:0:127.0.0.1]/hook',
   ];
 
   it('refuses each with invalid_url on every URL route, and keeps the earlier setting', async () => {

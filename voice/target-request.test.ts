@@ -84,8 +84,8 @@ describe('requestTarget', () => {
     expect(receiver.to('/elsewhere')).toHaveLength(0);
   });
 
-  it('a cut connection is a network failure', async () => {
+  it('a cut connection is a connection failure', async () => {
     receiver.script('/cut', 'destroy');
-    expect((await failure(send(receiver.url('/cut')))).kind).toBe('network');
+    expect((await failure(send(receiver.url('/cut')))).kind).toBe('connection_failed');
   });
 });

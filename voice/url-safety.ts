@@ -1,8 +1,10 @@
 // Decides whether the service may send requests to a customer-supplied URL (webhooks,
 // pre-call and in-call hooks, custom functions): https only, no credentials, and a
-// host on the public internet unless ALLOW_PRIVATE_NETWORK_TARGETS is on.
+// host on the public internet (public unicast, by ipaddr.js) unless
+// ALLOW_PRIVATE_NETWORK_TARGETS is on.
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 
 export type UrlCheck = { ok: true } | { ok: false; reason: string };
 
@@ -13,81 +15,48 @@ export interface UrlCheckOptions {
   timeoutMs?: number;
 }
 
-/** A CIDR block: [first address, prefix length, what addresses in it are]. */
-type Block = readonly [string, number, string];
-
-const V4_BLOCKED: Block[] = [
-  ['0.0.0.0', 8, 'an unspecified address'],
-  ['10.0.0.0', 8, 'a private network address'],
-  ['100.64.0.0', 10, 'a carrier-grade NAT address'],
-  ['127.0.0.0', 8, 'a loopback address'],
-  ['169.254.0.0', 16, 'a link-local address'],
-  ['172.16.0.0', 12, 'a private network address'],
-  ['192.168.0.0', 16, 'a private network address'],
-  ['224.0.0.0', 4, 'a multicast address'],
-  ['240.0.0.0', 4, 'a reserved address'],
-];
-
-const V6_BLOCKED: Block[] = [
-  ['::', 128, 'an unspecified address'],
-  ['::1', 128, 'a loopback address'],
-  ['fc00::', 7, 'a private network address'],
-  ['fe80::', 10, 'a link-local address'],
-  ['fec0::', 10, 'a site-local address'],
-  ['ff00::', 8, 'a multicast address'],
-];
-
-function v4ToBig(ip: string): bigint {
-  return ip.split('.').reduce((acc, part) => (acc << 8n) | BigInt(Number(part)), 0n);
-}
-
-/** Parses any valid IPv6 text (with `::` and an optional dotted IPv4 tail) to 128 bits. */
-function v6ToBig(ip: string): bigint {
-  let text = ip;
-  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (dotted) {
-    const v4 = v4ToBig(dotted[1]!);
-    text = text.slice(0, dotted.index) + `${(v4 >> 16n).toString(16)}:${(v4 & 0xffffn).toString(16)}`;
-  }
-  const [head, tail] = text.includes('::') ? text.split('::') : [text, undefined];
-  const left = head ? head.split(':') : [];
-  const right = tail ? tail.split(':') : [];
-  const groups = tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
-  return groups.reduce((acc, g) => (acc << 16n) | BigInt(parseInt(g, 16)), 0n);
-}
-
-function inBlock(addr: bigint, bits: number, [base, prefix]: Block, parse: (s: string) => bigint): boolean {
-  const shift = BigInt(bits - prefix);
-  return addr >> shift === parse(base) >> shift;
-}
+/**
+ * What each special-purpose range of ipaddr.js is, in words. Anything not `unicast` is
+ * refused; a range missing here (ipaddr.js may name new ones) is refused all the same.
+ */
+const RANGE_WORDS: Record<string, string> = {
+  unspecified: 'an unspecified address',
+  broadcast: 'a broadcast address',
+  multicast: 'a multicast address',
+  linkLocal: 'a link-local address',
+  loopback: 'a loopback address',
+  carrierGradeNat: 'a carrier-grade NAT address',
+  private: 'a private network address',
+  uniqueLocal: 'a private network address (unique local)',
+  reserved: 'a reserved, documentation or benchmarking address',
+  ipv4Mapped: 'an IPv4-mapped address',
+  rfc6145: 'an IPv4-translated address',
+  rfc6052: 'a NAT64 address',
+  '6to4': 'a 6to4 transition address',
+  teredo: 'a Teredo transition address',
+  benchmarking: 'a benchmarking address',
+  amt: 'an AMT relay address',
+  as112: 'an AS112 address',
+  as112v6: 'an AS112 address',
+  deprecated: 'a deprecated address',
+  orchid2: 'an ORCHIDv2 address',
+  droneRemoteIdProtocolEntityTags: 'a special-purpose address',
+};
 
 /**
- * Why an address is not on the public internet, or null when it is. IPv6 forms that
- * carry an IPv4 address (mapped ::ffff:0:0/96, compatible ::/96, NAT64 64:ff9b::/96,
- * 6to4 2002::/16) are judged by the IPv4 address inside them.
+ * Why an address is not on the public internet, or null when it is. The classifier is
+ * ipaddr.js's special-purpose registry (RFC 6890 and its successors): only `unicast`
+ * passes, so documentation, benchmarking, IETF protocol and transition ranges are refused
+ * along with the private ones. IPv4-mapped IPv6 (`::ffff:a.b.c.d`) is judged as the IPv4
+ * address it carries; every other IPv6 form that embeds IPv4 (translated, NAT64, 6to4,
+ * Teredo) is refused outright.
  */
 export function nonPublicReason(ip: string): string | null {
-  const family = isIP(ip);
-  if (family === 4) {
-    const addr = v4ToBig(ip);
-    return V4_BLOCKED.find((b) => inBlock(addr, 32, b, v4ToBig))?.[2] ?? null;
-  }
-  if (family !== 6) return 'not an IP address';
-  const addr = v6ToBig(ip);
-  const blocked = V6_BLOCKED.find((b) => inBlock(addr, 128, b, v6ToBig));
-  if (blocked) return blocked[2];
-  const embedded = embeddedV4(addr);
-  return embedded === null ? null : nonPublicReason(embedded);
-}
-
-function embeddedV4(addr: bigint): string | null {
-  const low32 = addr & 0xffffffffn;
-  const top96 = addr >> 32n;
-  let v4: bigint | null = null;
-  if (top96 === 0xffffn || top96 === 0n || top96 === v6ToBig('64:ff9b::') >> 32n) v4 = low32;
-  else if (addr >> 112n === 0x2002n) v4 = (addr >> 80n) & 0xffffffffn;
-  if (v4 === null) return null;
-  return [24n, 16n, 8n, 0n].map((s) => String((v4 >> s) & 0xffn)).join('.');
+  if (isIP(ip) === 0 || !ipaddr.isValid(ip)) return 'not an IP address';
+  // process() unwraps ::ffff:a.b.c.d into a.b.c.d.
+  const range = ipaddr.process(ip).range();
+  if (range === 'unicast') return null;
+  return RANGE_WORDS[range] ?? `a special-purpose address (${range})`;
 }
 
 async function resolveAll(host: string, timeoutMs: number): Promise<string[] | null> {
