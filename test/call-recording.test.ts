@@ -11,15 +11,21 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newCustomer, type Customer } from './helpers/calls.ts';
 import { agentSpeaks, recordWhere, ringAgent, startConversationStack, type ConversationStack, type Provider } from './helpers/conversation.ts';
 import { speechFixture } from './fixtures/speech/speech.ts';
+import { agentTrusting, makeTestCa, type TestCa } from './sim/webhook-receiver.ts';
 
 let stack: ConversationStack;
 let scratch: string;
+let ca: TestCa;
 beforeAll(async () => {
-  stack = await startConversationStack();
+  // Carrier B's recording links are https on its file host (the service fetches no other),
+  // on loopback: the service trusts the simulator's CA and allows private targets.
+  ca = makeTestCa();
+  stack = await startConversationStack({ ALLOW_PRIVATE_NETWORK_TARGETS: 'true' }, {}, { webhookAgent: agentTrusting(ca) }, { telnyxRecordingTls: { cert: ca.certPem, key: ca.keyPem } });
   scratch = mkdtempSync(join(tmpdir(), 'recording-test-'));
 });
 afterAll(async () => {
   await stack?.close();
+  ca?.dispose();
   if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
 

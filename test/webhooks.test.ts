@@ -6,6 +6,8 @@
 // twice), the Test button, the deliveries list, the faults of contract.md §9 (500s
 // then 200, 410, a receiver that hangs, a redirect, Retry-After, retries running out)
 // and the double signature after a secret rotation.
+import { createServer as createHttpServer } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nextNumber } from './helpers/fixtures.ts';
@@ -228,11 +230,11 @@ describe('GET /v1/webhooks/deliveries', () => {
     expect(all.body).toMatchObject({ count: 4, limit: 25, offset: 0 });
     // Newest first (rows of one request too: the later URL's row was made after the earlier one's).
     expect(all.body.deliveries.map((d: any) => d.delivery_id)).toEqual([...first.body.deliveries, ...second.body.deliveries].map((d: any) => d.delivery_id).reverse());
-    for (const d of all.body.deliveries) expect(Object.keys(d).sort()).toEqual(['attempts', 'created_at', 'delivery_id', 'event', 'last_status_code', 'next_attempt_at', 'status', 'url']);
+    for (const d of all.body.deliveries) expect(Object.keys(d).sort()).toEqual(['attempts', 'created_at', 'delivery_id', 'event', 'last_error', 'last_status_code', 'next_attempt_at', 'status', 'url']);
 
     const failed = await deliveries(c.key, '?status=failed');
     expect(failed.body.count).toBe(1);
-    expect(failed.body.deliveries[0]).toMatchObject({ url: receiver.url(gonePath), status: 'failed', attempts: 1, last_status_code: 410, next_attempt_at: null });
+    expect(failed.body.deliveries[0]).toMatchObject({ url: receiver.url(gonePath), status: 'failed', attempts: 1, last_status_code: 410, last_error: 'answered 410 Gone; not retried', next_attempt_at: null });
     expect((await deliveries(c.key, '?status=delivered')).body.count).toBe(3);
     expect((await deliveries(c.key, '?status=pending')).body.count).toBe(0);
     expect((await deliveries(c.key, '?call_id=CAnone')).body.count).toBe(0);
@@ -310,6 +312,36 @@ describe('faults (contract.md §9)', () => {
     const seen = await receiver.waitFor(path, 2);
     expect(seen[1]!.headers['webhook-id']).toBe(seen[0]!.headers['webhook-id']);
     expect(await deliveryBecomes(c.key, res.body.deliveries[0].delivery_id, (d) => d.status === 'delivered')).toMatchObject({ attempts: 2 });
+  });
+
+  it('a connection failure is told as its category, never with the address and port (no port scanning)', async () => {
+    const c = await newCustomer(stack, 'twilio');
+    // A closed port, and a port that answers plain HTTP where TLS was expected.
+    const closed = await new Promise<number>((resolve) => {
+      const s = createNetServer();
+      s.listen(0, '127.0.0.1', () => {
+        const port = (s.address() as { port: number }).port;
+        s.close(() => resolve(port));
+      });
+    });
+    const plain = createHttpServer((_req, res) => res.end('plain'));
+    await new Promise<void>((r) => plain.listen(0, '127.0.0.1', r));
+    const plainPort = (plain.address() as { port: number }).port;
+    try {
+      for (const [port, category] of [[closed, 'connection_failed'], [plainPort, 'tls_error']] as const) {
+        await setWebhook(c, 'webhook', `https://127.0.0.1:${port}/hook`);
+        const res = await sendTest(c);
+        const [d] = res.body.deliveries;
+        expect(d).toMatchObject({ status_code: null, ok: false });
+        expect(d.error).toMatch(new RegExp(`^${category}: `));
+        expect(d.error).not.toContain(String(port));
+        expect(d.error).not.toContain('127.0.0.1');
+        const listed = await deliveryBecomes(c.key, d.delivery_id, (x) => x.attempts >= 1);
+        expect(listed.last_error).toBe(d.error);
+      }
+    } finally {
+      await new Promise((r) => plain.close(r));
+    }
   });
 
   it('a 3xx is not followed: a failed attempt, retried at the same URL', async () => {

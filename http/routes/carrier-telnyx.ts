@@ -16,7 +16,7 @@
 // that is on another application.
 // Incoming calls are routed (answered with a media stream, refused busy, or refused);
 // other events go to the call's actor.
-import { enqueueRecordingFetch } from '../../actors/recording-fetch.ts';
+import { acceptRecordingCallback } from '../../actors/recording-fetch.ts';
 import { z } from 'zod';
 import { ApiError } from '../errors.ts';
 import { defineRoute, ok } from '../route.ts';
@@ -92,7 +92,7 @@ export function carrierTelnyxRoutes({ storage, config, clock, calls, carrierKeys
       summary: 'Carrier B call events of the numbers on one Call Control application',
       tag: 'Carrier webhooks',
       auth: 'none',
-      rateLimit: 'none',
+      rateLimit: 'carrier',
       rawBody: true,
       async: true,
       responses: {
@@ -108,7 +108,7 @@ export function carrierTelnyxRoutes({ storage, config, clock, calls, carrierKeys
             'When a pre-call URL is set (the number’s, else its agent’s) it is asked first, within 3 s, before the answer command: `reject` is ' +
             'refused with `reject` CALL_REJECTED (recorded canceled/precall_rejected), `transfer` handed on with the `transfer` command ' +
             '(recorded completed/transferred). ' +
-            '`call.recording.saved` (a recording `record_start` asked for, recording_source provider) commits the fetch of its MP3 into DATA_DIR (a `recording.fetch` delivery). ' +
+            '`call.recording.saved` (a recording `record_start` asked for, recording_source provider) commits the fetch of its MP3 into DATA_DIR (a `recording.fetch` delivery), only for a call that asked to record and an https `recording_urls.mp3` whose address is public (checked again at connect; redirects only to URLs that pass the same check; kept only if it is MP3 audio). ' +
             'Events of unknown calls are ignored. 403 invalid_signature, with nothing written: an unknown token, a missing, bad or stale signature, ' +
             'a number without a stored public key (imported before the key was required: import it again with telnyx_public_key), or an event naming ' +
             'a number not imported here or not on this token’s application.',
@@ -139,11 +139,19 @@ export function carrierTelnyxRoutes({ storage, config, clock, calls, carrierKeys
 
         if (hook.kind === 'ignored') return ok({ received: true });
         if (hook.kind === 'recording') {
-          // The fetch is committed now and made by the outbox (actors/recording-fetch.ts); a repeat adds nothing.
+          // The fetch is committed now and made by the outbox (actors/recording-fetch.ts), only for a
+          // call that asked to record and an https link; a repeat adds nothing.
           if (subject.callId !== null) {
             const row = storage.calls.getByInternalId(subject.callId);
             if (row && row.carrier_call_id === hook.carrierCallId) {
-              enqueueRecordingFetch(storage, { accountId: row.account_id, internalId: subject.callId, url: hook.url, job: { provider: 'telnyx', duration_seconds: hook.seconds }, now: clock() });
+              acceptRecordingCallback(storage, {
+                accountId: row.account_id,
+                internalId: subject.callId,
+                url: hook.url,
+                job: { provider: 'telnyx', duration_seconds: hook.seconds },
+                now: clock(),
+                sources: { twilioApiBase: config.twilioApiBase, allowPrivate: config.allowPrivateNetworkTargets },
+              });
             }
           }
           return ok({ received: true });

@@ -3,15 +3,17 @@
 // `X-Twilio-Signature` keyed with the auth token of the call's number, like every other
 // carrier A endpoint (403 invalid_signature otherwise, nothing written). `completed`
 // commits the fetch of the file (`RecordingUrl` + `.mp3`, a `recording.fetch` delivery
-// made by the outbox); `absent` or `failed` means no file will come, and call.completed
-// stops waiting for one.
+// made by the outbox) when the call asked the carrier to record and the link is on
+// TWILIO_API_BASE's origin (actors/recording-fetch.ts); `absent` or `failed` means no
+// file will come, and call.completed stops waiting for one. The customer holds the auth
+// token that signs this callback, so its RecordingUrl is never trusted further than that.
 import { z } from 'zod';
 import { ApiError } from '../errors.ts';
 import { defineRoute, type HandlerContext } from '../route.ts';
 import type { AppDeps } from '../deps.ts';
 import { verifyTwilio } from '../../voice/carriers/twilio-signature.ts';
 import { TWILIO_RECORDING_PATH } from '../../actors/provider-recordings.ts';
-import { enqueueRecordingFetch } from '../../actors/recording-fetch.ts';
+import { acceptRecordingCallback } from '../../actors/recording-fetch.ts';
 
 const query = z.object({ cid: z.string().min(1).meta({ description: 'Our internal call id.' }) }).loose();
 
@@ -30,14 +32,16 @@ export function carrierTwilioRecordingRoutes({ storage, config, clock, calls }: 
       summary: 'Carrier A recording status callback',
       tag: 'Carrier webhooks',
       auth: 'none',
-      rateLimit: 'none',
+      rateLimit: 'carrier',
       rawBody: true,
       query,
       responses: {
         204: {
           description:
             'The recording this service started on a call (recording_source `provider`) changed status. `completed`: its MP3 is fetched into ' +
-            'DATA_DIR with the account’s credentials (a `recording.fetch` delivery, retried like a webhook) and becomes the call’s `recording_url`; ' +
+            'DATA_DIR with the account’s credentials (a `recording.fetch` delivery, retried like a webhook) and becomes the call’s `recording_url`, ' +
+            'only when the call asked the carrier to record and `RecordingUrl` is on the origin of TWILIO_API_BASE (anything else is acknowledged and ignored, ' +
+            'and the call stops waiting for a file); the file is kept only if it is MP3 audio; ' +
             '`absent` or `failed`: the call has no recording. A repeated callback changes nothing.',
         },
       },
@@ -58,12 +62,13 @@ export function carrierTwilioRecordingRoutes({ storage, config, clock, calls }: 
         }
         const cb = parsed.data;
         if (cb.RecordingStatus === 'completed' && cb.RecordingUrl) {
-          enqueueRecordingFetch(storage, {
+          acceptRecordingCallback(storage, {
             accountId: row.account_id,
             internalId: cid,
             url: `${cb.RecordingUrl}.mp3`,
             job: { provider: 'twilio', duration_seconds: cb.RecordingDuration ?? null },
             now: clock(),
+            sources: { twilioApiBase: config.twilioApiBase, allowPrivate: config.allowPrivateNetworkTargets },
           });
         } else if (cb.RecordingStatus === 'absent' || cb.RecordingStatus === 'failed') {
           storage.recordings.giveUp(row.account_id, cid);

@@ -27,6 +27,11 @@ const deliveryView = z.object({
   status: z.enum(STATUSES),
   attempts: z.number().int().meta({ description: 'Attempts made so far.' }),
   last_status_code: z.number().int().nullable().meta({ description: 'The HTTP status of the last answer; null before the first answer or when the last attempt got none (timeout, connection error, refused address).' }),
+  last_error: z.string().nullable().meta({
+    description:
+      'Why the last attempt failed, as `category: words`, never with an address or port: `timeout`, `connection_failed`, `tls_error`, `refused_address` (the host is not public), `invalid_url`, `too_large`, `not_audio` (a recording that is not MP3), or `answered <status>` for an HTTP error. Null before the first attempt and once delivered.',
+    example: 'timeout: no complete answer within 15000 ms',
+  }),
   next_attempt_at: z.string().nullable().meta({ description: 'When the next attempt is due while pending; null once delivered or failed.' }),
   created_at: z.string(),
 });
@@ -38,6 +43,7 @@ const deliveryOf = (r: DeliveryRow) => ({
   status: r.status,
   attempts: r.attempts,
   last_status_code: r.last_status_code,
+  last_error: r.last_error,
   next_attempt_at: isoOrNull(r.next_attempt_at),
   created_at: isoTime(r.created_at),
 });

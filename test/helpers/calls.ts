@@ -17,10 +17,16 @@ export interface CallStack {
   close(): Promise<void>;
 }
 
+/** How the simulators are set up beyond their timing. */
+export interface SimOptions {
+  /** Carrier B serves recordings over https with this certificate (the service must trust its CA and allow private targets). */
+  telnyxRecordingTls?: { cert: string; key: string };
+}
+
 /** Both simulators; `stepMs` is the pause between the steps of a call (ringing, answer, …). */
-export async function startSims(stepMs = 60): Promise<CarrierSims> {
+export async function startSims(stepMs = 60, opts: SimOptions = {}): Promise<CarrierSims> {
   const twilio = await startTwilioSim({ stepMs });
-  const telnyx = await startTelnyxSim(undefined, { stepMs });
+  const telnyx = await startTelnyxSim(undefined, { stepMs, ...(opts.telnyxRecordingTls ? { recordingTls: opts.telnyxRecordingTls } : {}) });
   return {
     twilio,
     telnyx,
@@ -32,8 +38,8 @@ export async function startSims(stepMs = 60): Promise<CarrierSims> {
 }
 
 /** Simulators, then a server pointed at them, then the simulators pointed back at the server. */
-export async function startCallStack(env: Record<string, string> = {}, stepMs?: number, opts: StartOptions = {}): Promise<CallStack> {
-  const sims = await startSims(stepMs);
+export async function startCallStack(env: Record<string, string> = {}, stepMs?: number, opts: StartOptions = {}, simOpts: SimOptions = {}): Promise<CallStack> {
+  const sims = await startSims(stepMs, simOpts);
   const server = await startTestServer({ ...sims.env, MEDIA_ENGINE: 'echo', ...env }, opts);
   sims.twilio.route(PUBLIC_BASE, server.url);
   sims.telnyx.redirect(PUBLIC_BASE, server.url);

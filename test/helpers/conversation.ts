@@ -3,7 +3,7 @@
 // MEDIA_ENGINE=agent pointed at all of them, and a far end that speaks real speech
 // fixtures (espeak-ng) into the call and hears what the agent plays back.
 import { nextNumber } from './fixtures.ts';
-import { API_POLL_MS, eventually, getCall, startCallStack, type CallStack, type Customer, type Provider } from './calls.ts';
+import { API_POLL_MS, eventually, getCall, startCallStack, type CallStack, type Customer, type Provider, type SimOptions } from './calls.ts';
 import type { StartOptions } from '../../server.ts';
 import { startLlmSim, type LlmSim, type LlmSimOptions } from '../sim/llm-sim.ts';
 import { startDeepgramSim, type DeepgramSim } from '../sim/deepgram-sim.ts';
@@ -32,7 +32,7 @@ export async function startConversationStack(
   env: Record<string, string> = {},
   latency: ProviderLatency = {},
   opts: StartOptions = {},
-  sims: { llmRespond?: LlmSimOptions['respond'] } = {},
+  sims: { llmRespond?: LlmSimOptions['respond'] } & SimOptions = {},
 ): Promise<ConversationStack> {
   const llm = await startLlmSim({ apiKey: KEYS.llm, firstTokenMs: latency.llmFirstTokenMs ?? 40, tokenMs: 4, ...(sims.llmRespond ? { respond: sims.llmRespond } : {}) });
   const stt = await startDeepgramSim({ apiKey: KEYS.stt, finalLatencyMs: latency.sttFinalMs ?? 30 });
@@ -54,6 +54,7 @@ export async function startConversationStack(
     },
     undefined,
     opts,
+    sims.telnyxRecordingTls ? { telnyxRecordingTls: sims.telnyxRecordingTls } : {},
   );
   return {
     ...stack,

@@ -771,15 +771,21 @@ export class TelnyxCalls {
           format: 'mp3',
           recording_started_at: new Date(rec.startedAt).toISOString(),
           recording_ended_at: new Date(call.endedAt!).toISOString(),
-          recording_urls: { mp3: `${this.apiBase}/sim-recordings/${rec.id}.mp3` },
+          recording_urls: { mp3: `${this.recordingBase || this.apiBase}/sim-recordings/${rec.id}.mp3` },
           public_recording_urls: {},
         });
       }
     });
   }
 
-  /** The sim's own base URL (set once it listens): recording links point at it. */
+  /** The sim's own base URL (set once it listens). */
   apiBase = '';
+  /**
+   * Where recording links point: the carrier's file host (an https server of the sim's,
+   * like the real carrier's pre-signed bucket links), or the API base when the sim was
+   * started without a certificate for it (the service then refuses the http link).
+   */
+  recordingBase = '';
 
   /** A recording's file by its pre-signed link (no API key). */
   recordingFile(id: string): SimResponse {

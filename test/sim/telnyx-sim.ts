@@ -320,12 +320,27 @@ export interface TelnyxSim {
   close(): Promise<void>;
 }
 
-export async function startTelnyxSim(routes: TelnyxRoute[] = numberRoutes, opts: TelnyxCallsOptions & { port?: number } = {}): Promise<TelnyxSim> {
+export interface TelnyxSimOptions extends TelnyxCallsOptions {
+  port?: number;
+  /**
+   * A certificate (test/sim/webhook-receiver.ts makeTestCa) for the carrier's file host:
+   * recordings are then served over https from a host of their own, as the real
+   * carrier's pre-signed links are. Without it they are linked on the http API base.
+   */
+  recordingTls?: { cert: string; key: string };
+}
+
+export async function startTelnyxSim(routes: TelnyxRoute[] = numberRoutes, opts: TelnyxSimOptions = {}): Promise<TelnyxSim> {
   const state = new TelnyxState();
   const calls = new TelnyxCalls(state, opts);
   const all = [...routes, ...calls.routes()];
   const server = await startSimServer<unknown>(parseJson, (req) => dispatch(state, all, req, calls), opts.port ?? 0, TELNYX_ENDPOINTS);
   calls.apiBase = server.baseUrl;
+  // The file host records its requests beside the API's, so faults and counts see both.
+  const files = opts.recordingTls
+    ? await startSimServer<unknown>(parseJson, (req) => recordingOnly(req, calls), 0, {}, opts.recordingTls)
+    : null;
+  if (files) calls.recordingBase = files.baseUrl;
   return {
     baseUrl: server.baseUrl,
     state,
@@ -360,9 +375,15 @@ export async function startTelnyxSim(routes: TelnyxRoute[] = numberRoutes, opts:
       server.requests.filter((r) => TELNYX_ENDPOINTS.dial(r) && (to === undefined || (r.body as { to?: unknown } | undefined)?.to === to)),
     async close() {
       await calls.close();
-      await server.close();
+      await Promise.all([server.close(), files?.close()]);
     },
   };
+}
+
+/** The file host: pre-signed recording links and nothing else. */
+function recordingOnly(req: TelnyxSimRequest, calls: TelnyxCalls): SimResponse {
+  const file = /^\/sim-recordings\/([0-9a-f]{32})\.mp3$/.exec(req.path);
+  return file && req.method === 'GET' ? calls.recordingFile(file[1] ?? '') : notFound();
 }
 
 /** The endpoints faults can be limited to (sim-http.ts SimEndpoint). */
