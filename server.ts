@@ -10,6 +10,7 @@ import { createSecretBox, loadSecretsKey } from './storage/secret-box.ts';
 import { createAuthenticator } from './http/auth.ts';
 import { Metrics } from './metrics.ts';
 import { createPipeline } from './http/pipeline.ts';
+import { RateLimits } from './http/rate-limit.ts';
 import { allRoutes } from './http/routes/index.ts';
 import { startHttpServer, type HttpServer } from './http/uws-adapter.ts';
 import { registerMediaSockets, type MediaSocketDeps, type MediaSockets } from './http/media-ws.ts';
@@ -67,8 +68,12 @@ export interface StartOptions {
   webhookAgent?: HttpsAgent;
 }
 
-/** Open connections kept per receiver: the worker's own bound on deliveries in flight. */
-const WEBHOOK_SOCKETS_PER_RECEIVER = 8;
+/**
+ * Open connections kept per receiver host: as many as the events lane sends at once
+ * (actors/delivery-lanes.ts), so the agent never queues one account's delivery behind
+ * another account's hanging ones when both use the same receiver host.
+ */
+const WEBHOOK_SOCKETS_PER_RECEIVER = 32;
 
 /**
  * Secrets, phone numbers and transcripts never reach the log in clear. Personal data
@@ -123,6 +128,7 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
     schedule: config.webhooks.retryScheduleMs ?? DEFAULT_RETRY_SCHEDULE_MS,
     agent: webhookAgent,
     publicBaseUrl: config.publicBaseUrl,
+    recordingSources: { twilioApiBase: config.twilioApiBase, allowPrivate: config.allowPrivateNetworkTargets },
   });
   // Actors come back before the first request can reach them; the carrier is asked about
   // calls that were up while the server starts listening, and readiness waits for it.
@@ -161,13 +167,15 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
   let media: MediaSockets | null = null;
   let debug: DebugSockets | null = null;
   const auth = createAuthenticator(storage.accounts);
+  // One set of rate-limit buckets for HTTP and websocket upgrades alike: one budget per key, and per client IP without one.
+  const limits = new RateLimits(config.rateLimits);
   const pipeline = createPipeline({
     storage,
     auth,
     metrics,
     log,
     routes,
-    rateLimits: config.rateLimits,
+    limits,
     clock,
     maxBodyBytes: config.maxBodyBytes,
   });
@@ -198,7 +206,7 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
         metrics,
         log,
         trustProxy: config.trustProxy,
-        readsPerMin: config.rateLimits.readsPerMin,
+        limits,
         ...opts.debug,
       });
     },

@@ -7,8 +7,11 @@
 //     leaves and its outcome after. A crash in between leaves the row pending and due:
 //     it is sent again after the restart (at least once; `webhook-id` is the receiver's
 //     de-duplication key and stays the same on every attempt).
-//   - At most `maxInFlight` deliveries are out at once; a row being sent is never taken
-//     twice in this process. What comes next is decided by webhook-retry.ts.
+//   - Deliveries go out in lanes (delivery-lanes.ts): events and recording fetches each
+//     have their own places, and within a lane one account has at most a few out at once
+//     and free places are dealt between accounts fairly, so one account's hanging
+//     endpoints delay nobody else's. A row being sent is never taken twice in this
+//     process. What comes next is decided by webhook-retry.ts.
 //   - The request itself (voice/target-request.ts) checks the address it connects to,
 //     times out the whole exchange and never follows a redirect.
 //   - A row of kind `crm` is not a signed POST but the CRM sync of a call (contact
@@ -18,11 +21,12 @@ import type { Logger } from 'pino';
 import type { Storage } from '../storage/index.ts';
 import type { AttemptOutcome, DeliveryRow } from '../storage/webhook-deliveries.ts';
 import type { Metrics } from '../metrics.ts';
-import { requestTarget } from '../voice/target-request.ts';
+import { publicFailure, requestTarget } from '../voice/target-request.ts';
 import { decideAfterAttempt, type AttemptResult } from './webhook-retry.ts';
 import { signatureHeaders } from './webhook-signing.ts';
 import { attemptCrmDelivery } from './crm-delivery.ts';
-import { attemptRecordingFetch } from './recording-fetch.ts';
+import { attemptRecordingFetch, type RecordingSources } from './recording-fetch.ts';
+import { DEFAULT_LANES, pickFair, type LaneSpec } from './delivery-lanes.ts';
 
 /** Look at the table at least this often, whatever the timer was armed for. */
 const MAX_SLEEP_MS = 10_000;
@@ -44,14 +48,16 @@ export interface WebhookOutboxDeps {
   timeoutMs: number;
   /** Waits after each failed attempt (webhook-retry.ts DEFAULT_RETRY_SCHEDULE_MS). */
   schedule: readonly number[];
-  /** Deliveries out at once (the webhook.test endpoint's own attempts come on top). */
-  maxInFlight?: number;
+  /** The lanes and their places (the webhook.test endpoint's own attempts come on top); default DEFAULT_LANES. */
+  lanes?: readonly LaneSpec[];
   /** Where the retry jitter comes from; [0, 1). */
   random?: () => number;
   /** An https agent of the caller's (tests: one that trusts the receiver's own CA). */
   agent?: Agent;
   /** PUBLIC_BASE_URL: a fetched carrier recording's link (actors/recording-fetch.ts); without it none is fetched. */
   publicBaseUrl?: string;
+  /** Where carrier recordings may come from (TWILIO_API_BASE); default TWILIO_API_BASE's default. */
+  recordingSources?: RecordingSources;
 }
 
 /** What one attempt came to, as the webhook.test endpoint reports it. */
@@ -82,9 +88,13 @@ export interface WebhookOutbox {
 export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
   const { storage, clock, log } = deps;
   const repo = storage.webhookDeliveries;
-  const maxInFlight = deps.maxInFlight ?? 8;
   const random = deps.random ?? Math.random;
+  const lanes = (deps.lanes ?? DEFAULT_LANES).map((spec) => ({ spec, out: new Map<string, string>() }));
+  type Lane = (typeof lanes)[number];
+  const laneOf = (row: DeliveryRow): Lane | undefined => lanes.find((l) => l.spec.kinds.includes(row.kind));
+  const recordingSources = deps.recordingSources ?? { twilioApiBase: 'https://api.twilio.com', allowPrivate: deps.allowPrivate };
   const inFlight = new Map<string, Promise<AttemptReport | null>>();
+  let pumpQueued = false;
   let running = false;
   let timer: NodeJS.Timeout | null = null;
   let abort = new AbortController();
@@ -97,12 +107,22 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
     timer.unref();
   }
 
-  /** Takes due rows not in flight, up to the bound, and arms the timer for the next one. */
+  /** One look at the table after this turn's work, however many asked for it. */
+  function pumpSoon(): void {
+    if (!running || pumpQueued) return;
+    pumpQueued = true;
+    setImmediate(() => {
+      pumpQueued = false;
+      pump();
+    });
+  }
+
+  /** Takes due rows not in flight, lane by lane within their places, and arms the timer for the next one. */
   function pump(): void {
     timer = null;
     if (!running) return;
     try {
-      launchDue(maxInFlight - inFlight.size);
+      for (const lane of lanes) fillLane(lane);
       const now = clock();
       const next = repo.nextDueAfter(now);
       armIn(next === null ? MAX_SLEEP_MS : next - now);
@@ -112,17 +132,42 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
     }
   }
 
-  function launchDue(room: number): Promise<unknown>[] {
-    if (room <= 0) return [];
-    const rows = repo.due(clock(), room + inFlight.size).filter((r) => !inFlight.has(r.id)).slice(0, room);
-    return rows.map((r) => launch(r));
+  /**
+   * Fills a lane's free places: asks for due rows of accounts below their cap, lets
+   * pickFair deal them, and asks again until the places are full or nothing is left (an
+   * account reaching its cap drops out of the next question).
+   */
+  function fillLane(lane: Lane): void {
+    const { spec, out } = lane;
+    for (;;) {
+      const room = spec.max - out.size;
+      if (room <= 0) return;
+      const outByAccount = new Map<string, number>();
+      for (const account of out.values()) outByAccount.set(account, (outByAccount.get(account) ?? 0) + 1);
+      const full = [...outByAccount].filter(([, n]) => n >= spec.perAccount).map(([a]) => a);
+      const due = repo.dueInLane(clock(), spec.kinds, full, [...inFlight.keys()], room * spec.perAccount);
+      const picked = pickFair(due, outByAccount, room, spec.perAccount);
+      if (picked.length === 0) return;
+      for (const row of picked) launch(row);
+    }
+  }
+
+  /** Sends everything due now, every lane and account at once: the test driver's runDue. */
+  function launchAllDue(): Promise<unknown>[] {
+    return repo
+      .due(clock(), 1_000_000)
+      .filter((r) => !inFlight.has(r.id))
+      .map((r) => launch(r));
   }
 
   function launch(row: DeliveryRow): Promise<AttemptReport | null> {
+    const lane = laneOf(row);
+    lane?.out.set(row.id, row.account_id);
     const p = attempt(row).finally(() => {
       inFlight.delete(row.id);
+      lane?.out.delete(row.id);
       // A freed place and a recorded outcome: look again (after this turn's work).
-      if (running) setImmediate(pump);
+      pumpSoon();
     });
     inFlight.set(row.id, p);
     return p;
@@ -149,12 +194,21 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
       : row.kind === 'recording'
         ? deps.publicBaseUrl === undefined
           ? { kind: 'abandon' as const, message: 'this process does not fetch recordings' }
-          : await attemptRecordingFetch(row, { storage, clock, publicBaseUrl: deps.publicBaseUrl, timeoutMs: RECORDING_FETCH_TIMEOUT_MS, signal })
+          : await attemptRecordingFetch(row, {
+              storage,
+              clock,
+              publicBaseUrl: deps.publicBaseUrl,
+              sources: recordingSources,
+              timeoutMs: RECORDING_FETCH_TIMEOUT_MS,
+              signal,
+              ...(deps.agent ? { agent: deps.agent } : {}),
+            })
         : await attemptCrmDelivery(row, { storage, clock, timeoutMs: deps.timeoutMs, signal });
     // Shutting down: the outcome of an aborted attempt is not known; the row stays due.
     if (signal.aborted) return null;
     const outcome = decideAfterAttempt({ attempts: row.attempts + 1, result, now: clock(), schedule: deps.schedule, jitter: random() });
     record(row, outcome);
+    if (row.kind === 'recording' && outcome.status === 'failed') recordingWillNotCome(row);
     return {
       id: row.id,
       url: row.url,
@@ -186,9 +240,22 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
       const retryAfter = answer.headers['retry-after'];
       result = { kind: 'answer', status: answer.status, retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter };
     } catch (err) {
-      result = { kind: 'error', message: err instanceof Error ? err.message : String(err) };
+      // What the deliveries list shows: the category, never the socket's message (a port scanner otherwise).
+      result = { kind: 'error', message: publicFailure(err) };
     }
     return result;
+  }
+
+  /** A recording fetch failed for good: call.completed need not wait for the file any longer. */
+  function recordingWillNotCome(row: DeliveryRow): void {
+    try {
+      const internalId = (JSON.parse(row.payload) as { internal_id?: unknown }).internal_id;
+      if (typeof internalId !== 'string') return;
+      storage.recordings.giveUp(row.account_id, internalId);
+      storage.analysis.wake(internalId, clock());
+    } catch (err) {
+      log.error({ err, delivery_id: row.id }, 'webhook outbox: a failed recording fetch could not release the call; its analysis waits out its bound');
+    }
   }
 
   function record(row: DeliveryRow, outcome: AttemptOutcome): void {
@@ -219,9 +286,7 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
       running = true;
       abort = new AbortController();
       // Told inside the enqueuing transaction: look after it has committed.
-      unsubscribe = repo.onEnqueued(() => {
-        if (running) setImmediate(pump);
-      });
+      unsubscribe = repo.onEnqueued(() => pumpSoon());
       pump();
     },
     async stop() {
@@ -245,7 +310,7 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
       return reports.filter((r): r is AttemptReport => r !== null);
     },
     async runDue() {
-      await Promise.allSettled(launchDue(1_000_000));
+      await Promise.allSettled(launchAllDue());
     },
     backlog: () => repo.pendingCount(),
   };

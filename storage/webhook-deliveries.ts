@@ -78,6 +78,16 @@ export function createWebhookDeliveriesRepo(db: Db) {
   const due = db.prepare<[number, number], DeliveryRow>(
     "SELECT * FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, rowid LIMIT ?",
   );
+  // A lane's due rows, without the accounts at their cap and the rows already out (JSON
+  // arrays, so one statement serves any number of each). The partial due index walks it.
+  const dueInLane = db.prepare<Record<string, unknown>, DeliveryRow>(
+    `SELECT * FROM webhook_deliveries
+      WHERE status = 'pending' AND next_attempt_at <= @now
+        AND kind IN (SELECT value FROM json_each(@kinds))
+        AND account_id NOT IN (SELECT value FROM json_each(@full))
+        AND id NOT IN (SELECT value FROM json_each(@busy))
+      ORDER BY next_attempt_at, rowid LIMIT @limit`,
+  );
   const earliest = db.prepare<[], { t: number | null }>("SELECT MIN(next_attempt_at) AS t FROM webhook_deliveries WHERE status = 'pending'");
   const earliestAfter = db.prepare<[number], { t: number | null }>(
     "SELECT MIN(next_attempt_at) AS t FROM webhook_deliveries WHERE status = 'pending' AND next_attempt_at > ?",
@@ -146,6 +156,13 @@ export function createWebhookDeliveriesRepo(db: Db) {
     /** Pending deliveries due by `now`, oldest due first (every account: the worker's query). */
     due(now: number, limit: number): DeliveryRow[] {
       return due.all(now, limit);
+    },
+    /**
+     * Pending rows of these kinds due by `now`, oldest due first, leaving out the accounts
+     * in `fullAccounts` and the rows in `busyIds` (the worker's in-flight bookkeeping).
+     */
+    dueInLane(now: number, kinds: readonly DeliveryKind[], fullAccounts: readonly string[], busyIds: readonly string[], limit: number): DeliveryRow[] {
+      return dueInLane.all({ now, kinds: JSON.stringify(kinds), full: JSON.stringify(fullAccounts), busy: JSON.stringify(busyIds), limit });
     },
     /** When the next pending delivery is due; null when none is pending. */
     earliestDue(): number | null {
