@@ -89,3 +89,22 @@ describe('requestTarget', () => {
     expect((await failure(send(receiver.url('/cut')))).kind).toBe('connection_failed');
   });
 });
+
+describe('requestTarget aborted', () => {
+  it('before it began sends nothing and rejects, with no stray socket error later', async () => {
+    const stray: unknown[] = [];
+    const onUncaught = (e: unknown) => stray.push(e);
+    process.on('uncaughtException', onUncaught);
+    try {
+      receiver.script('/never', { status: 200 });
+      const ctl = new AbortController();
+      ctl.abort();
+      expect((await failure(send(receiver.url('/never'), { signal: ctl.signal }))).kind).toBe('connection_failed');
+      await new Promise((r) => setTimeout(r, 200));
+      expect(receiver.to('/never')).toHaveLength(0);
+      expect(stray).toEqual([]);
+    } finally {
+      process.off('uncaughtException', onUncaught);
+    }
+  });
+});

@@ -162,6 +162,11 @@ export type AnswerReader<T> = (res: IncomingMessage, done: (value: T) => void, f
  */
 export function exchange<T>(url: URL, opts: ExchangeOptions, read: AnswerReader<T>): Promise<T> {
   return new Promise<T>((resolve, reject) => {
+    // Aborted before it began (an outbox stopping while the attempt prepared): no request at all.
+    if (opts.signal?.aborted) {
+      reject(new TargetRequestError('connection_failed', 'the request was aborted'));
+      return;
+    }
     let settled = false;
     const finish = (err: TargetRequestError | null, value?: T) => {
       if (settled) return;
@@ -187,12 +192,9 @@ export function exchange<T>(url: URL, opts: ExchangeOptions, read: AnswerReader<
       ...(trusted ? {} : { lookup: guardedLookup(opts.allowPrivate) }),
       agent: url.protocol === 'https:' ? (opts.agent ?? false) : false,
     });
-    if (opts.signal?.aborted) {
-      onAbort();
-      return;
-    }
-    opts.signal?.addEventListener('abort', onAbort, { once: true });
+    // Listened to before anything can destroy it: a destroyed request emits its error later.
     req.on('error', (err) => finish(toTargetError(err)));
+    opts.signal?.addEventListener('abort', onAbort, { once: true });
     req.on('response', (res) => {
       res.on('error', (err) => finish(toTargetError(err)));
       res.on('aborted', () => finish(new TargetRequestError('connection_failed', 'the answer was cut off')));
