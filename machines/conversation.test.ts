@@ -6,6 +6,7 @@
 // audio, its end, its failures) is played by hand as actors/agent-engine.ts would send it.
 import { describe, expect, it } from 'vitest';
 import { isBackchannel, type ConversationInput } from './conversation.ts';
+import { BACKCHANNEL_CLAIM_MS } from './barge-in.ts';
 import { ConversationDriver, DEFAULT_INPUT } from '../test/model/conversation-driver.ts';
 
 const GREETING = 'Hello, this is Acme. How can I help?';
@@ -224,11 +225,91 @@ describe('barge-in', () => {
   it.each(['uh-huh', 'okay', 'yeah'])('a backchannel (%s) resumes the agent where it paused, and is no line of its own', (word) => {
     const d = paused();
     d.advance(300).send({ type: 'WORDS', text: word, final: true, endOfTurn: false });
-    expect(d.value).toEqual({ speaking: 'playing' });
+    // The caller's speech is settled as a backchannel while voice activity still hears it.
+    expect(d.value).toEqual({ speaking: 'acknowledged' });
     expect(playbackPaused(d)).toBe(false);
     expect(d.of('interruptReply')).toEqual([]);
-    d.send({ type: 'SPEECH.END' }).advance(2_000).send({ type: 'REPLY.ENDED', heard: ANSWER, complete: true });
+    d.send({ type: 'SPEECH.END' });
+    expect(d.value).toEqual({ speaking: 'playing' });
+    d.advance(2_000).send({ type: 'REPLY.ENDED', heard: ANSWER, complete: true });
     expect(d.recorded().slice(-2)).toEqual([caller('I would like to book a table'), agent(ANSWER)]);
+  });
+
+  // Issue 24: voice activity and the recogniser's final come in either order; the pause
+  // must not depend on it (machines/barge-in.ts). A 0.4 s "uh-huh" keeps voice activity
+  // on for ~0.95 s (its end comes 550 ms after the last sound), past the threshold.
+  it('a final backchannel before the threshold cancels the pause, however long voice activity stays on', () => {
+    const d = speaking();
+    d.send({ type: 'SPEECH.START' }).advance(interruptMs - 50);
+    d.send({ type: 'WORDS', text: 'Uh-huh.', final: true, endOfTurn: true });
+    expect(d.value).toEqual({ speaking: 'acknowledged' });
+    d.advance(resumeAfterMs + interruptMs);
+    expect(d.of('pausePlayback', 'interruptReply', 'cancelReply')).toEqual([]);
+    d.send({ type: 'SPEECH.END' });
+    expect(d.value).toEqual({ speaking: 'playing' });
+    // The next speech is judged afresh.
+    d.send({ type: 'SPEECH.START' }).advance(interruptMs);
+    expect(playbackPaused(d)).toBe(true);
+  });
+
+  it('a final backchannel before voice activity reports the speech (it runs behind) settles the speech that follows', () => {
+    const d = speaking();
+    d.send({ type: 'WORDS', text: 'Uh-huh.', final: true, endOfTurn: true });
+    expect(d.value).toEqual({ speaking: 'acknowledgedAhead' });
+    d.advance(BACKCHANNEL_CLAIM_MS - 1).send({ type: 'SPEECH.START' }).advance(interruptMs + 500);
+    expect(d.of('pausePlayback')).toEqual([]);
+    d.send({ type: 'SPEECH.END' });
+    expect(d.value).toEqual({ speaking: 'playing' });
+  });
+
+  it('a final backchannel claims no speech that starts BACKCHANNEL_CLAIM_MS or more after it', () => {
+    const d = speaking();
+    d.send({ type: 'WORDS', text: 'Okay.', final: true, endOfTurn: true }).advance(BACKCHANNEL_CLAIM_MS);
+    expect(d.value).toEqual({ speaking: 'playing' });
+    d.send({ type: 'SPEECH.START' }).advance(interruptMs);
+    expect(playbackPaused(d)).toBe(true);
+  });
+
+  it('interim words that are only a backchannel hold the pause at the threshold; real words then pause and interrupt at once', () => {
+    const d = speaking();
+    d.send({ type: 'SPEECH.START' }).advance(250).send({ type: 'WORDS', text: 'Yeah,', final: false, endOfTurn: false });
+    d.advance(250).send({ type: 'WORDS', text: 'Yeah, okay', final: false, endOfTurn: false });
+    d.advance(interruptMs);
+    expect(d.of('pausePlayback')).toEqual([]);
+    expect(d.value).toEqual({ speaking: { overlap: 'lasted' } });
+    d.send({ type: 'WORDS', text: 'Yeah, okay, but what about Sunday', final: false, endOfTurn: false });
+    expect(d.of('pausePlayback', 'interruptReply').map((e) => e.type)).toEqual(['pausePlayback', 'interruptReply']);
+    expect(d.value).toEqual({ listening: 'hearing' });
+  });
+
+  it('held at the threshold, the final backchannel settles the speech', () => {
+    const d = speaking();
+    d.send({ type: 'SPEECH.START' }).advance(300).send({ type: 'WORDS', text: 'Yeah, okay', final: false, endOfTurn: false });
+    d.advance(interruptMs).send({ type: 'WORDS', text: 'Yeah, okay.', final: true, endOfTurn: true });
+    expect(d.value).toEqual({ speaking: 'acknowledged' });
+    d.advance(resumeAfterMs).send({ type: 'SPEECH.END' });
+    expect(d.of('pausePlayback', 'interruptReply')).toEqual([]);
+  });
+
+  it('real words after a backchannel are speech of their own: they pause the agent once they have lasted the threshold', () => {
+    const d = speaking();
+    d.send({ type: 'SPEECH.START' }).advance(400).send({ type: 'WORDS', text: 'Okay.', final: true, endOfTurn: true });
+    d.advance(300).send({ type: 'WORDS', text: 'wait, which day', final: false, endOfTurn: false });
+    const wordsAt = d.now;
+    expect(d.value).toEqual({ speaking: { overlap: 'short' } });
+    d.advance(interruptMs);
+    expect(d.of('pausePlayback', 'interruptReply').map((e) => [e.type, e.at])).toEqual([
+      ['pausePlayback', wordsAt + interruptMs],
+      ['interruptReply', wordsAt + interruptMs],
+    ]);
+  });
+
+  it('real words heard once are not undone by a backchannel after them: the threshold still pauses and interrupts', () => {
+    const d = speaking();
+    d.send({ type: 'SPEECH.START' }).send({ type: 'WORDS', text: 'Stop, stop', final: false, endOfTurn: false });
+    d.advance(200).send({ type: 'WORDS', text: 'okay', final: false, endOfTurn: false });
+    d.advance(interruptMs);
+    expect(d.of('interruptReply')).toHaveLength(1);
   });
 
   it('no words within resumeAfterMs: the agent resumes (a false interruption)', () => {
@@ -273,7 +354,7 @@ describe('barge-in', () => {
   it('a caller already talking when the reply’s audio starts is talking over it', () => {
     const d = thinking();
     d.send({ type: 'SPEECH.START' }).advance(300).send({ type: 'REPLY.AUDIO' });
-    expect(d.value).toEqual({ speaking: 'overlap' });
+    expect(d.value).toEqual({ speaking: { overlap: 'short' } });
     d.advance(interruptMs);
     expect(playbackPaused(d)).toBe(true);
   });

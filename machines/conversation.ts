@@ -10,10 +10,12 @@
 // Turn taking, after voice-anchors.md:
 // - End of turn: the caller's words are final and the caller is not speaking, then
 //   `response_eagerness` ms of quiet (0 replies at once).
-// - Barge-in: caller speech over the agent for `interruptMs` (from
-//   interruption_sensitivity) pauses the agent (nothing dropped yet); real words then
-//   interrupt it (the reply is cut, the carrier's buffer cleared); a backchannel
-//   ("uh-huh", "okay") or no words within `resumeAfterMs` resumes where it paused.
+// - Barge-in (machines/barge-in.ts, where the order of the decision is written out):
+//   caller speech over the agent for `interruptMs` (from interruption_sensitivity)
+//   pauses the agent (nothing dropped yet) unless a final backchannel ("uh-huh",
+//   "okay") came for it, in whichever order the recogniser and voice activity report
+//   them; real words then interrupt it (the reply is cut, the carrier's buffer
+//   cleared); a final backchannel, or no words within `resumeAfterMs`, resumes it.
 // - A reply that is still being prepared when the caller goes on talking is stale: it
 //   is cancelled and the caller's new words join the turn.
 //
@@ -32,8 +34,12 @@
 //   words with the tool's answer in view, otherwise it continues from the answer.
 import { assign, enqueueActions, setup, type EventObject, type SnapshotFrom } from 'xstate';
 import { keypadText } from './keypad.ts';
+import { BACKCHANNEL_CLAIM_MS, bargeInGuards, hasWords, heardAfter, speakingStates, type OverlapHeard } from './barge-in.ts';
 
-export const CONVERSATION_MACHINE_VERSION = 1;
+export { isBackchannel } from './barge-in.ts';
+
+// 2: the barge-in states of issue 24 (speaking.overlap has children, `overlapHeard`).
+export const CONVERSATION_MACHINE_VERSION = 2;
 
 /** What the agent is asked to say next; the engine turns each into text. */
 export type ReplyKind =
@@ -124,8 +130,8 @@ export interface ConversationContext extends ConversationInput {
    * a SPEECH.END that already came.
    */
   callerSpeaking: boolean;
-  /** Real words (not a backchannel) arrived while the caller spoke over the agent. */
-  overlapWords: boolean;
+  /** What was heard of the caller's speech over the agent (machines/barge-in.ts). */
+  overlapHeard: OverlapHeard;
   greeted: boolean;
   replyKind: ReplyKind;
   /** Provider failures in a row (a reply that plays resets it). */
@@ -181,22 +187,6 @@ export type ConversationEvent =
   /** The call is over (hang-up, media gone): stop everything. */
   | { type: 'HANGUP' };
 
-/** Words that acknowledge without taking the floor (complaint 1 of voice-anchors.md). */
-const BACKCHANNELS = new Set([
-  'uh-huh', 'uh huh', 'uhhuh', 'mm-hmm', 'mm hmm', 'mhm', 'mm', 'hmm', 'hm', 'okay', 'ok', 'yeah', 'yes', 'yep', 'yup',
-  'right', 'sure', 'alright', 'all right', 'got it', 'i see', 'cool', 'great', 'nice', 'uh', 'um', 'ah', 'oh',
-]);
-
-/** True for "uh-huh", "okay", "yeah right"…: at most three words, each a backchannel. */
-export function isBackchannel(text: string): boolean {
-  const words = text.toLowerCase().replace(/[.,!?;:]/g, ' ').trim();
-  if (words === '') return false;
-  if (BACKCHANNELS.has(words.replace(/\s+/g, ' '))) return true;
-  const parts = words.split(/\s+/);
-  return parts.length <= 3 && parts.every((w) => BACKCHANNELS.has(w));
-}
-
-const hasWords = (text: string): boolean => /[\p{L}\p{N}]/u.test(text);
 const join = (a: string, b: string): string => (a === '' ? b.trim() : b.trim() === '' ? a : `${a} ${b.trim()}`);
 
 type Ev<T extends ConversationEvent['type']> = Extract<ConversationEvent, { type: T }>;
@@ -258,8 +248,8 @@ export const conversationMachine = setup({
     markSpeech: assign({ heardSpeech: true }),
     callerStarts: assign({ callerSpeaking: true }),
     callerStops: assign({ callerSpeaking: false }),
-    noteOverlapWords: assign(({ event }) => ({ overlapWords: event.type === 'WORDS' && hasWords(event.text) && !isBackchannel(event.text) })),
-    clearOverlap: assign({ overlapWords: false }),
+    noteOverlapWords: assign(({ context, event }) => (event.type === 'WORDS' ? { overlapHeard: heardAfter(context.overlapHeard, event.text) } : {})),
+    clearOverlap: assign({ overlapHeard: 'nothing' as const }),
     prepare: assign((_, kind: ReplyKind) => ({ replyKind: kind })),
     fallbackTurn: assign({ replyKind: 'fallback' as const, callerText: '', heardSpeech: false }),
     countFailure: assign(({ context }) => ({ failures: context.failures + 1 })),
@@ -322,9 +312,7 @@ export const conversationMachine = setup({
     callerQuiet: ({ context }) => !context.callerSpeaking,
     callerQuietWithWords: ({ context }) => !context.callerSpeaking && hasWords(context.callerText),
     noWords: ({ event }) => event.type === 'WORDS' && !hasWords(event.text),
-    overlapWords: ({ context }) => context.overlapWords,
-    realWords: ({ event }) => event.type === 'WORDS' && hasWords(event.text) && !isBackchannel(event.text),
-    backchannelFinal: ({ event }) => event.type === 'WORDS' && event.final && isBackchannel(event.text),
+    ...bargeInGuards,
     greetFirst: ({ context }) => context.aiSpeaksFirst,
     mayRetry: ({ context, event }) => (event as Ev<'REPLY.FAILED'>).retryable && context.failures < 1,
     /** Speech synthesis failed after a failure just before (its retry, or a failed model reply): nothing more can be said. */
@@ -346,6 +334,7 @@ export const conversationMachine = setup({
     interrupt: ({ context }) => context.interruptMs,
     silence: ({ context }) => context.silenceHangupMs,
     resume: ({ context }) => context.resumeAfterMs,
+    backchannelClaim: BACKCHANNEL_CLAIM_MS,
     filler: ({ context }) => (context.fillers === 0 ? FILLER_AFTER_MS : FILLER_AGAIN_MS),
   },
 }).createMachine({
@@ -356,7 +345,7 @@ export const conversationMachine = setup({
     callerText: '',
     heardSpeech: false,
     callerSpeaking: false,
-    overlapWords: false,
+    overlapHeard: 'nothing',
     greeted: false,
     replyKind: 'greeting',
     failures: 0,
@@ -501,36 +490,10 @@ export const conversationMachine = setup({
       },
     },
 
-    // The reply plays.
+    // The reply plays; the caller's speech over it is judged in machines/barge-in.ts.
     speaking: {
       initial: 'playing',
-      states: {
-        playing: {
-          on: { 'SPEECH.START': { target: 'overlap', actions: ['callerStarts', 'clearOverlap'] } },
-        },
-        // The caller speaks over the agent; short of the threshold it is ignored.
-        overlap: {
-          on: {
-            'SPEECH.END': { target: 'playing', actions: 'callerStops' },
-            WORDS: { actions: 'noteOverlapWords' },
-          },
-          after: { interrupt: 'paused' },
-        },
-        // Paused, nothing dropped: words decide between an interruption and resuming.
-        // Left any way (the reply may also end while paused), playback is un-paused.
-        paused: {
-          entry: 'pausePlayback',
-          exit: 'resumePlayback',
-          always: { guard: 'overlapWords', target: '#conversation.listening.hearing', actions: ['interruptReply', 'keepCallOpen', 'markSpeech'] },
-          on: {
-            WORDS: [
-              { guard: 'realWords', target: '#conversation.listening.hearing', actions: ['interruptReply', 'keepCallOpen', 'markSpeech', 'takeWords'] },
-              { guard: 'backchannelFinal', target: 'playing' },
-            ],
-          },
-          after: { resume: 'playing' },
-        },
-      },
+      states: speakingStates,
       on: {
         // A key press over the agent is deliberate: it interrupts like real words.
         KEYPAD: { target: 'listening.endOfTurn', actions: ['interruptReply', 'keepCallOpen', 'takeKeys'] },

@@ -1,8 +1,9 @@
 // The agent's conversation settings, end to end through the carrier and provider
 // simulators: pickup_delay when the agent does not speak first, the static greeting by
-// name, the model-made greeting, silence hang-up, an outbound conversation with the
-// call's own prompt, and speech through the Cartesia websocket instead of the
-// OpenAI-compatible endpoint.
+// name (its wording in every combination: voice/conversation/greeting.test.ts), the
+// model-made greeting, silence hang-up, an outbound conversation with the call's own
+// prompt, and speech through the Cartesia websocket instead of the OpenAI-compatible
+// endpoint.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nextNumber } from './helpers/fixtures.ts';
 import { callReaches, eventually, newCustomer, PUBLIC_BASE } from './helpers/calls.ts';
@@ -29,24 +30,25 @@ describe('greetings', () => {
     await far.hangup();
   }, 30_000);
 
-  it('greets a returning caller by the name on file, and the model hears what is on file', async () => {
-    const c = await newCustomer(stack, 'telnyx', { welcome_message: 'Hello! Thanks for calling Luigi’s.', greet_by_name: true });
+  it('greets a returning caller by the name on file, in a sentence, and the model hears what is on file', async () => {
+    // A greeting word running on into the sentence once read "Hello Maria! and thanks…" (issue 24).
+    const c = await newCustomer(stack, 'telnyx', { welcome_message: 'Hello and thanks for calling Luigi’s.', greet_by_name: true });
     const from = nextNumber();
     const put = await stack.server.request('PUT', `/v1/phone-numbers/${encodeURIComponent(c.number)}/callers/${encodeURIComponent(from)}`, {
       key: c.key,
-      body: { name: 'Maria', preference: 'window table' },
+      body: { name: 'Marisol Quintero', preference: 'window table' },
     });
     expect(put.status, put.text).toBeLessThan(300);
     const ttsBefore = stack.tts.requests.length;
     const far = await ringAgent(stack, c, from);
     await agentSpeaks(far);
-    expect(stack.tts.requests[ttsBefore]!.body.input).toBe('Hello Maria! Thanks for calling Luigi’s.');
+    expect(stack.tts.requests[ttsBefore]!.body.input).toBe('Hello Marisol Quintero, and thanks for calling Luigi’s.');
     const llmBefore = stack.llm.requests.length;
     stack.llm.reply({ text: 'Your window table is noted.' });
     await far.say('book-table');
     await agentSpeaks(far, far.heardBytes());
     const system = stack.llm.requests[llmBefore]!.body.messages[0]!.content as string;
-    expect(system).toContain('- Name: Maria');
+    expect(system).toContain('- Name: Marisol Quintero');
     expect(system).toContain('- Preference: window table');
     await far.hangup();
   }, 40_000);

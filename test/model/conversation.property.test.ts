@@ -36,6 +36,13 @@
 //   asked, silence included; a failed transfer brings the agent back at once with the
 //   `transfer_failed` reply; a connected one closes the conversation, and nothing is
 //   said or asked after it;
+// - backchannels (issue 24): once a final backchannel has come for the caller's speech
+//   over a playing reply (during it, or before voice activity reported its start, up to
+//   BACKCHANNEL_CLAIM_MS before), no pause outlives it: one it finds ends in the same
+//   step (the engine's playout resumes on its next 20 ms tick) and none starts for that
+//   speech, whether its final comes before, during or after voice activity's speech start
+//   and the threshold (the Backchannel command plays each order), until real words or
+//   the speech's end;
 // - a restore: same state value, same context.
 // After the commands, either the call hangs up (nothing may happen after), or the caller
 // goes quiet and the engine plays every reply out: the conversation must end by itself
@@ -46,7 +53,8 @@
 // the same transcript, the same transfers, the same final state.
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
-import type { ConversationEndReason, ConversationEvent, ConversationInput, ReplyKind } from '../../machines/conversation.ts';
+import { isBackchannel, type ConversationEndReason, type ConversationEvent, type ConversationInput, type ReplyKind } from '../../machines/conversation.ts';
+import { BACKCHANNEL_CLAIM_MS, hasWords } from '../../machines/barge-in.ts';
 import { ConversationDriver, type Effect } from './conversation-driver.ts';
 
 // ---- the words ----
@@ -96,6 +104,13 @@ interface Model {
   reply: LiveReply | null;
   /** The playout is paused (pause sets it; resume, and the clear of a cut, cancelled or failed reply, unset it). */
   paused: boolean;
+  /**
+   * A final backchannel came for the caller's speech over this playing reply, at `at`:
+   * during the speech (`speaking`), or while voice activity reported none yet (the speech
+   * start that follows within BACKCHANNEL_CLAIM_MS is its). Real words, the speech's end
+   * or another reply end it.
+   */
+  settled: { at: number; speaking: boolean; reply: LiveReply } | null;
   /** Since when neither the caller spoke nor a reply was live (ms, simulated). */
   quietSince: number;
   endCallSent: boolean;
@@ -176,6 +191,7 @@ function engineSees(m: Model, e: Effect, d: Real): void {
     }
     case 'pausePlayback':
       expectThat(m, m.reply !== null && m.reply.audio, 'pausePlayback with no reply playing');
+      expectThat(m, settledSpeech(m) === null, `pausePlayback for speech whose final backchannel came ${d.now - (m.settled?.at ?? 0)} ms before`);
       m.paused = true;
       return;
     case 'resumePlayback':
@@ -211,6 +227,12 @@ function engineSees(m: Model, e: Effect, d: Real): void {
 
 const inState = (d: Real, value: Parameters<Real['matches']>[0]) => d.matches(value);
 
+/** The final backchannel that settles the caller's current speech over the playing reply, if one does. */
+function settledSpeech(m: Model): Model['settled'] {
+  const s = m.settled;
+  return s !== null && s.reply === m.reply && m.reply.audio && s.speaking === m.callerSpeaking ? s : null;
+}
+
 /** After a step: logs it and holds the machine to every invariant. */
 function observe(m: Model, d: Real, label: string, from: number): void {
   m.log.push(`${label} → ${JSON.stringify(d.value)} @${d.now}${d.effects.length > from ? ` [${d.typesSince(from).join(', ')}]` : ''}`);
@@ -242,8 +264,9 @@ function observe(m: Model, d: Real, label: string, from: number): void {
 
   // Who has the floor agrees with voice activity: the states that wait for the caller to
   // stop are only ever in while they speak, the silent waits only while they do not.
-  const waitsForSpeechEnd = inState(d, { listening: 'hearing' }) || inState(d, { thinking: 'overlap' }) || inState(d, { speaking: 'overlap' });
-  const waitsInSilence = inState(d, { listening: 'idle' }) || inState(d, { listening: 'waitingForWords' });
+  const waitsForSpeechEnd =
+    inState(d, { listening: 'hearing' }) || inState(d, { thinking: 'overlap' }) || inState(d, { speaking: 'overlap' }) || inState(d, { speaking: 'acknowledged' });
+  const waitsInSilence = inState(d, { listening: 'idle' }) || inState(d, { listening: 'waitingForWords' }) || inState(d, { speaking: 'acknowledgedAhead' });
   hold(m, d, !waitsForSpeechEnd || m.callerSpeaking, `${JSON.stringify(d.value)} waits for the caller to stop, but they are not speaking`);
   hold(m, d, !waitsInSilence || !m.callerSpeaking, `${JSON.stringify(d.value)} counts silence while the caller speaks`);
 
@@ -293,8 +316,10 @@ class SpeechStarts extends EventCommand {
   protected event(): ConversationEvent {
     return { type: 'SPEECH.START' };
   }
-  protected override before(m: Model) {
+  protected override before(m: Model, d: Real) {
     m.callerSpeaking = true;
+    // A final backchannel just before is this speech's (voice activity behind the recogniser); an older one is not.
+    if (m.settled && !m.settled.speaking) m.settled = d.now - m.settled.at < BACKCHANNEL_CLAIM_MS ? { ...m.settled, speaking: true } : null;
   }
   toString() {
     return 'SpeechStarts()';
@@ -311,6 +336,7 @@ class SpeechEnds extends EventCommand {
   protected override before(m: Model, d: Real) {
     m.callerSpeaking = false;
     m.quietSince = Math.max(m.quietSince, d.now);
+    if (m.settled?.speaking) m.settled = null;
   }
   toString() {
     return 'SpeechEnds()';
@@ -332,8 +358,82 @@ class Words extends EventCommand {
   protected event(m: Model): ConversationEvent {
     return { type: 'WORDS', text: this.text, final: this.final, endOfTurn: this.final && (this.speechFinal || !m.callerSpeaking) };
   }
+  protected override before(m: Model, d: Real) {
+    const backchannel = this.final && isBackchannel(this.text);
+    // Heard while paused for speech that has ended, it is that speech's: it claims no speech to come.
+    if (backchannel && m.reply?.audio) m.settled = m.callerSpeaking || !m.paused ? { at: d.now, speaking: m.callerSpeaking, reply: m.reply } : null;
+    else if (hasWords(this.text) && !isBackchannel(this.text)) m.settled = null;
+  }
+  protected override act(m: Model, d: Real): void {
+    super.act(m, d);
+    // A pause it finds ends with it, whatever state the pause was decided in.
+    if (this.final && isBackchannel(this.text) && m.reply?.audio) expectThat(m, !m.paused, `the playout is still paused after the final backchannel ${JSON.stringify(this.text)}`);
+  }
   toString() {
     return `Words(${JSON.stringify(this.text)}, ${this.final ? 'final' : 'interim'}${this.final && this.speechFinal ? ', speech_final' : ''})`;
+  }
+}
+
+/**
+ * One backchannel over the playing reply, with voice activity and the recogniser apart
+ * (issue 24): its final words come `when` before voice activity reports the speech start
+ * (voice activity behind, by up to BACKCHANNEL_CLAIM_MS), between the start and the
+ * threshold, or after the threshold (a pause may have begun); voice activity's end comes
+ * before or after the final, and an interim of the same words may come first. Played as
+ * the single events above with the time between them; from the final on, the playout must
+ * not be paused, and no pause may start for the speech.
+ */
+class Backchannel extends ConversationCommand {
+  constructor(
+    readonly text: string,
+    readonly when: 'before' | 'during' | 'after',
+    /** Where in its range the final comes, 0..1. */
+    readonly at: number,
+    /** Voice activity's end, from the final (negative: before it). */
+    readonly endFromFinalMs: number,
+    /** An interim of the same words this long before the final (null: none). */
+    readonly interimLeadMs: number | null,
+  ) {
+    super();
+  }
+  protected override applies(m: Readonly<Model>) {
+    // Not while paused for speech that has ended: what comes then is that speech's (see Words).
+    return m.reply?.audio === true && !m.callerSpeaking && !m.paused && !m.sttFailed;
+  }
+  protected act(m: Model, d: Real): void {
+    const threshold = m.input.interruptMs;
+    // Times from voice activity's speech start.
+    const finalAt =
+      this.when === 'before'
+        ? -1 - Math.floor(this.at * (BACKCHANNEL_CLAIM_MS - 2))
+        : this.when === 'during'
+          ? Math.floor(this.at * threshold)
+          : threshold + Math.floor(this.at * 1500);
+    const endAt = Math.max(0, finalAt + this.endFromFinalMs);
+    const steps: { at: number; order: number; command: ConversationCommand }[] = [
+      { at: 0, order: 0, command: new SpeechStarts() },
+      { at: finalAt, order: 2, command: new Words(this.text, true, true) },
+      { at: endAt, order: 3, command: new SpeechEnds() },
+    ];
+    if (this.interimLeadMs !== null) steps.push({ at: finalAt - this.interimLeadMs, order: 1, command: new Words(this.text, false, false) });
+    steps.sort((a, b) => a.at - b.at || a.order - b.order);
+    let clock = steps[0]!.at;
+    let finalEffect: number | null = null;
+    for (const step of steps) {
+      if (step.at > clock) new TimePasses(step.at - clock).run(m, d);
+      clock = step.at;
+      if (!step.command.check(m)) continue;
+      step.command.run(m, d);
+      if (step.order === 2) {
+        finalEffect = d.effects.length;
+        hold(m, d, !m.paused, `paused after the final ${JSON.stringify(this.text)}`);
+      }
+    }
+    const paused = finalEffect === null ? [] : d.effects.slice(finalEffect).filter((e) => e.type === 'pausePlayback');
+    hold(m, d, paused.length === 0, `a pause started ${paused[0] ? paused[0].at - d.now : 0} ms from the end, after the final ${JSON.stringify(this.text)}`);
+  }
+  toString() {
+    return `Backchannel(${JSON.stringify(this.text)}, final ${this.when} the speech start at ${this.at.toFixed(2)}, end ${this.endFromFinalMs} ms from it${this.interimLeadMs === null ? '' : `, interim ${this.interimLeadMs} ms ahead`})`;
   }
 }
 
@@ -610,6 +710,18 @@ const commands = [
   ...weighted(6, interimText.map((t) => new Words(t, false, false))),
   ...weighted(8, fc.tuple(finalText, fc.boolean()).map(([t, sf]) => new Words(t, true, sf))),
   ...weighted(2, fc.constant(new UtteranceEnds())),
+  ...weighted(
+    8,
+    fc
+      .tuple(
+        fc.constantFrom(...BACKCHANNEL_WORDS, 'yeah, okay'),
+        fc.constantFrom('before' as const, 'during' as const, 'after' as const),
+        fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }),
+        fc.integer({ min: -600, max: 900 }),
+        fc.option(fc.integer({ min: 1, max: 400 })),
+      )
+      .map(([text, when, at, end, interim]) => new Backchannel(text, when, at, end, interim)),
+  ),
   ...weighted(10, fc.constant(new ReplyAudio())),
   ...weighted(4, fc.constant(new ReplyEnds(true, 1))),
   ...weighted(2, fc.constantFrom(0, 0.3, 0.6).map((f) => new ReplyEnds(false, f))),
@@ -740,6 +852,7 @@ function newModel(input: ConversationInput, mayRestore: boolean): Model {
     sttFailed: false,
     reply: null,
     paused: false,
+    settled: null,
     quietSince: 0,
     endCallSent: false,
     providerFailed: false,

@@ -10,6 +10,8 @@
 //   - after `endpointing` ms of silence the whole text comes as a final (is_final and
 //     speech_final) `finalLatencyMs` later (wall time), then `UtteranceEnd` once the
 //     silence reaches `utterance_end_ms` (never before the final it follows);
+//     `endpointing(ms)` makes it settle sooner (or later) than the client asked, and
+//     `interims(false)` leaves out the interim results (as Deepgram may for a short one);
 //   - `Finalize` makes the pending words final at once (from_finalize), `CloseStream`
 //     flushes, sends `Metadata` and closes with 1000, 10 s with neither audio nor a
 //     text message closes with 1011 (NET-0001).
@@ -74,6 +76,15 @@ export interface DeepgramSim {
   fail(fault: DeepgramSimFault, times?: number): void;
   /** Ends `mute` and forgets upgrades still to be refused. */
   recover(): void;
+  /**
+   * From now on, on every socket, utterances end after `ms` of silence whatever
+   * `endpointing` the client asked for (null: as asked again). A recogniser that settles
+   * words sooner than asked is, to a client, the same as its own voice activity detector
+   * running that much behind the recogniser (issue 24): the tests move the two apart with it.
+   */
+  endpointing(ms: number | null): void;
+  /** From now on, on every socket, interim results are sent (true, as asked) or not (false). */
+  interims(on: boolean): void;
   close(): Promise<void>;
 }
 
@@ -91,6 +102,8 @@ export async function startDeepgramSim(opts: DeepgramSimOptions = {}): Promise<D
   const refusals: number[] = [];
   let muted = false;
   let refused = 0;
+  let endpointingOverride: number | null = null;
+  let interimsOn = true;
 
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
   const server = createServer((_req, res) => {
@@ -121,6 +134,8 @@ export async function startDeepgramSim(opts: DeepgramSimOptions = {}): Promise<D
           return script.shift() ?? opts.transcribe?.(conn, index) ?? '';
         },
         muted: () => muted,
+        endpointingMs: () => endpointingOverride,
+        interims: () => interimsOn,
       });
       sessions.add(session);
       ws.on('close', () => {
@@ -151,6 +166,12 @@ export async function startDeepgramSim(opts: DeepgramSimOptions = {}): Promise<D
       muted = false;
       refusals.length = 0;
     },
+    endpointing(ms) {
+      endpointingOverride = ms;
+    },
+    interims(on) {
+      interimsOn = on;
+    },
     async close() {
       for (const s of sessions) s.drop();
       wss.close();
@@ -174,6 +195,10 @@ interface SessionHooks {
   idleTimeoutMs: number;
   nextText(): string;
   muted(): boolean;
+  /** The endpointing every socket uses instead of the one it asked for (null: its own). */
+  endpointingMs(): number | null;
+  /** Interim results are sent when asked for (false: none, whatever was asked). */
+  interims(): boolean;
 }
 
 /** One utterance: the words it says and where it is in audio time. */
@@ -326,7 +351,7 @@ class ListenSession {
       }
       u.lastLoudEndMs = endMs;
       u.speechMs += FRAME_MS;
-      if (this.interimResults && u.speechMs >= u.nextInterimAtMs) {
+      if (this.interimResults && this.hooks.interims() && u.speechMs >= u.nextInterimAtMs) {
         u.nextInterimAtMs += INTERIM_EVERY_MS;
         u.interims++;
         const shown = u.words.slice(u.finalized, Math.min(u.words.length, u.finalized + u.interims));
@@ -336,7 +361,8 @@ class ListenSession {
     }
     if (!u) return;
     const silenceMs = endMs - u.lastLoudEndMs;
-    if (!u.endpointed && this.endpointingMs !== null && silenceMs >= this.endpointingMs) {
+    const endpointingMs = this.hooks.endpointingMs() ?? this.endpointingMs;
+    if (!u.endpointed && endpointingMs !== null && silenceMs >= endpointingMs) {
       u.endpointed = true;
       this.scheduleFinal(u);
     }

@@ -1,8 +1,9 @@
 // What the model is told: every source of the prompt in its place, the standing
-// instructions following the agent's settings, and the greeting by name.
+// instructions following the agent's settings, and the model-made greeting by name (the
+// static one: greeting.test.ts).
 import { describe, expect, it } from 'vitest';
 import { AGENT_DEFAULTS } from '../../storage/agents.ts';
-import { assemblePrompt, greetingInstruction, RESPONSE_LENGTH, staticGreeting } from './prompt.ts';
+import { assemblePrompt, greetingInstruction, RESPONSE_LENGTH } from './prompt.ts';
 
 const NOW = Date.UTC(2026, 10, 23, 18, 30);
 const base = { agent: AGENT_DEFAULTS, numberPrompt: null, callPrompt: null, caller: null, direction: 'inbound' as const, now: NOW };
@@ -43,16 +44,6 @@ describe('assemblePrompt', () => {
 });
 
 describe('greetings', () => {
-  it('greets by name only with greet_by_name and a name on file', () => {
-    expect(staticGreeting('Hello! How can I help you today?', true, 'Maria')).toBe('Hello Maria! How can I help you today?');
-    expect(staticGreeting('Good evening, welcome to Luigi’s.', true, 'Maria')).toBe('Good evening Maria, welcome to Luigi’s.');
-    expect(staticGreeting('Welcome to Luigi’s.', true, 'Maria')).toBe('Hi Maria! Welcome to Luigi’s.');
-    expect(staticGreeting('Hi {name}, welcome back!', true, 'Maria')).toBe('Hi Maria, welcome back!');
-    expect(staticGreeting('Hi {name}, welcome back!', true, null)).toBe('Hi, welcome back!');
-    expect(staticGreeting('Hello! How can I help?', false, 'Maria')).toBe('Hello! How can I help?');
-    expect(staticGreeting('Hello! How can I help?', true, '  ')).toBe('Hello! How can I help?');
-  });
-
   it('asks the model for a greeting that fits the direction and the name', () => {
     expect(greetingInstruction('inbound', true, 'Maria')).toMatch(/connected.*Greet them by name \(Maria\)/);
     expect(greetingInstruction('outbound', false, 'Maria')).toMatch(/answered.*why you are calling\.$/);

@@ -131,21 +131,6 @@ function standingInstructions(p: PromptInput): string[] {
   return lines;
 }
 
-/**
- * The static opening line. With greet_by_name and a name on file the caller is greeted
- * by name: `{name}` in the welcome message is replaced, otherwise the name leads the
- * line (a leading "Hello!"/"Hi!" becomes "Hello Maria!").
- */
-export function staticGreeting(welcome: string, greetByName: boolean, name: string | null | undefined): string {
-  const text = welcome.trim();
-  const who = greetByName && present(name) ? name.trim() : null;
-  if (text.includes('{name}')) return text.replace(/\{name\}/g, who ?? '').replace(/\s+([,!.?])/g, '$1').replace(/\s{2,}/g, ' ').trim();
-  if (who === null) return text;
-  const m = /^(hello|hi|hey|good (?:morning|afternoon|evening))\b\s*([,!.]?)\s*/i.exec(text);
-  if (m) return `${m[1]} ${who}${m[2] || '!'} ${text.slice(m[0].length)}`.trim();
-  return `Hi ${who}! ${text}`;
-}
-
 /** The instruction for a model-made greeting (dynamic_greeting). */
 export function greetingInstruction(direction: 'inbound' | 'outbound', greetByName: boolean, name: string | null | undefined): string {
   const who = greetByName && present(name) ? ` Greet them by name (${name!.trim()}).` : '';
