@@ -6,8 +6,10 @@
 // again may help, so the engine can tell the model honestly. Nothing here is logged: the
 // token and the caller's details never leave this module except on the wire.
 
+import { CONTACT_UPSERT_PATH, contactUpsertBody, CRM_CONTACTS_VERSION, upsertedContactId } from './crm-contacts.ts';
+
 /** The CRM's documented API versions: contacts and calendars each have their own. */
-export const CRM_VERSION = { contacts: '2021-07-28', calendars: '2021-04-15' } as const;
+export const CRM_VERSION = { contacts: CRM_CONTACTS_VERSION, calendars: '2021-04-15' } as const;
 export const CRM_TIMEOUT_MS = 8_000;
 /** The CRM refuses free-slot ranges longer than 31 days; the tools ask for less. */
 export const CRM_MAX_RANGE_DAYS = 31;
@@ -128,16 +130,10 @@ export function createCrmCalendarClient(config: CrmCalendarConfig): CrmCalendarC
       }
       return slots.sort((a, b) => Date.parse(a) - Date.parse(b));
     },
-    async upsertContact({ locationId, phone, name, email, signal }) {
-      const body = await request(
-        'POST',
-        '/contacts/upsert',
-        CRM_VERSION.contacts,
-        { locationId, phone, ...(name ? { name } : {}), ...(email ? { email } : {}) },
-        signal,
-      );
-      const id = (body['contact'] as { id?: unknown } | undefined)?.id;
-      if (typeof id !== 'string' || id === '') throw new CrmError('server', 'the calendar answered without a contact id');
+    async upsertContact({ signal, ...contact }) {
+      const body = await request('POST', CONTACT_UPSERT_PATH, CRM_VERSION.contacts, contactUpsertBody(contact), signal);
+      const id = upsertedContactId(body);
+      if (id === null) throw new CrmError('server', 'the calendar answered without a contact id');
       return id;
     },
     async book({ calendarId, locationId, contactId, startTime, title, signal }) {

@@ -72,22 +72,37 @@ async function readCapped(res: Response): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** A caller as a CRM contact: the location, the phone it is known by, and what else is known. */
+export interface ContactFields {
+  locationId: string;
+  phone: string;
+  name?: string | undefined;
+  email?: string | undefined;
+}
+
+/** The one contact upsert of the CRM, `POST /contacts/upsert`, as both CRM clients send it (idempotent by phone). */
+export const CONTACT_UPSERT_PATH = '/contacts/upsert';
+
+export const contactUpsertBody = (c: ContactFields): Record<string, unknown> => ({
+  locationId: c.locationId,
+  phone: c.phone,
+  ...(c.name ? { name: c.name } : {}),
+  ...(c.email ? { email: c.email } : {}),
+});
+
+/** The contact id an upsert answered with (`{contact:{id}}`), or null when it named none. */
+export function upsertedContactId(body: Record<string, unknown> | null): string | null {
+  const id = (body?.['contact'] as { id?: unknown } | undefined)?.id;
+  return typeof id === 'string' && id !== '' ? id : null;
+}
+
 /**
- * `POST /contacts/upsert`: the contact with this phone in the location, created or
- * updated (idempotent by phone). `contactId` is set on a 2xx that names it.
+ * The contact with this phone in the location, created or updated. `contactId` is set
+ * on a 2xx that names it.
  */
-export async function upsertContact(
-  t: CrmContactsTarget,
-  c: { locationId: string; phone: string; name?: string | undefined; email?: string | undefined },
-): Promise<CrmAnswer & { contactId: string | null }> {
-  const answer = await crmRequest(t, 'POST', '/contacts/upsert', {
-    locationId: c.locationId,
-    phone: c.phone,
-    ...(c.name ? { name: c.name } : {}),
-    ...(c.email ? { email: c.email } : {}),
-  });
-  const id = (answer.body?.['contact'] as { id?: unknown } | undefined)?.id;
-  return { ...answer, contactId: isSuccess(answer) && typeof id === 'string' && id !== '' ? id : null };
+export async function upsertContact(t: CrmContactsTarget, c: ContactFields): Promise<CrmAnswer & { contactId: string | null }> {
+  const answer = await crmRequest(t, 'POST', CONTACT_UPSERT_PATH, contactUpsertBody(c));
+  return { ...answer, contactId: isSuccess(answer) ? upsertedContactId(answer.body) : null };
 }
 
 /** `GET /contacts/{contactId}/notes`: the contact's notes (on a 2xx). */
