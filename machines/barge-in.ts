@@ -24,7 +24,7 @@
 // 4. paused: real words interrupt (the reply is cut, the carrier cleared); a final
 //    backchannel resumes at once; no words within `resumeAfterMs` resume it.
 // Real words after a backchannel are speech of their own: they must last the threshold.
-import type { ConversationContext, ConversationEvent } from './conversation.ts';
+import type { ConversationContext, ConversationEvent } from './conversation-context.ts';
 
 /**
  * How long a final backchannel heard while voice activity reports no speech claims the

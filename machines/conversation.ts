@@ -7,9 +7,14 @@
 // (voice activity probabilities, interim words, audio queues, model tokens) stays in
 // the engine, which tells the machine only what it must decide on.
 //
+// The machine is assembled here from its regions, each in a file of its own: what it holds
+// and hears (conversation-context.ts), turn taking (turn-taking.ts), barge-in
+// (barge-in.ts) and tools (conversation-tools.ts); its actions, guards and delays are
+// named in the one setup below, which checks every region's references to them.
+//
 // Turn taking, after voice-anchors.md:
-// - End of turn: the caller's words are final and the caller is not speaking, then
-//   `response_eagerness` ms of quiet (0 replies at once).
+// - End of turn (machines/turn-taking.ts): the caller's words are final and the caller is
+//   not speaking, then `response_eagerness` ms of quiet (0 replies at once).
 // - Barge-in (machines/barge-in.ts, where the order of the decision is written out):
 //   caller speech over the agent for `interruptMs` (from interruption_sensitivity)
 //   pauses the agent (nothing dropped yet) unless a final backchannel ("uh-huh",
@@ -23,7 +28,8 @@
 // - An entry typed on the keypad (grouped by machines/keypad.ts) is a caller turn of its
 //   own words ("The caller pressed 1 2 3 on the keypad."): it ends the turn like final
 //   words, interrupts a reply that plays and cancels one being prepared.
-// - Tools the engine runs over HTTP (custom functions, the in-call webhook): the model's
+// - Tools the engine runs over HTTP (custom functions, the in-call webhook;
+//   machines/conversation-tools.ts): the model's
 //   reply names them (TOOL.CALLS), `runTools` starts them, TOOL.DONE / TOOL.FAILED
 //   answer each. Once every answer is in, the model is asked again with them (a
 //   continuation: an `answer` reply whose request carries the tool rounds). While a tool
@@ -34,168 +40,24 @@
 //   words with the tool's answer in view, otherwise it continues from the answer.
 import { assign, enqueueActions, setup, type EventObject, type SnapshotFrom } from 'xstate';
 import { keypadText } from './keypad.ts';
-import { BACKCHANNEL_CLAIM_MS, bargeInGuards, hasWords, heardAfter, speakingStates, type OverlapHeard } from './barge-in.ts';
+import { BACKCHANNEL_CLAIM_MS, bargeInGuards, hasWords, heardAfter, speakingStates } from './barge-in.ts';
+import { turnTakingStates } from './turn-taking.ts';
+import { FILLER_AFTER_MS, FILLER_AGAIN_MS, toolsRunning, toolStates } from './conversation-tools.ts';
+import type { ConversationContext, ConversationEndReason, ConversationEvent, ConversationInput, ReplyKind, ReplyRequest, ToolCall, TranscriptLine } from './conversation-context.ts';
+
+export type * from './conversation-context.ts';
+export { FILLER_AFTER_MS, FILLER_AGAIN_MS } from './conversation-tools.ts';
 
 export { isBackchannel } from './barge-in.ts';
 
 // 2: the barge-in states of issue 24 (speaking.overlap has children, `overlapHeard`).
 export const CONVERSATION_MACHINE_VERSION = 2;
 
-/** What the agent is asked to say next; the engine turns each into text. */
-export type ReplyKind =
-  /** The opening line: the welcome message, or a model-made greeting with dynamic_greeting. */
-  | 'greeting'
-  /** The model's answer to the conversation so far. */
-  | 'answer'
-  /** `fallback_message`: the caller spoke but no words were recognised. */
-  | 'fallback'
-  /** A short apology after a provider failure the engine could not retry away. */
-  | 'apology'
-  /** The transfer did not reach the person (busy, no answer…): the agent says so; the engine knows why. */
-  | 'transfer_failed'
-  /** A short line said while a tool runs ("One moment while I check that."). */
-  | 'filler';
-
-/** Quiet while a tool runs before the agent says a filler. */
-export const FILLER_AFTER_MS = 1000;
-/** Quiet after a filler, the tool still running, before the next one. */
-export const FILLER_AGAIN_MS = 3000;
-
-/** One tool call of the model's that the engine runs (a custom function, the in-call webhook). */
-export interface ToolCall {
-  /** The model's id of the call (unique within its round). */
-  id: string;
-  name: string;
-  /** The arguments as the model wrote them (JSON text, possibly invalid). */
-  arguments: string;
-}
-
-/** The tool calls of one model reply and their answers, which the model sees again on every later request. */
-export interface ToolRound {
-  /** Where the round sits: after the first `at` lines (the words of the reply that made the calls, if heard, are line `at`). */
-  at: number;
-  calls: ToolCall[];
-  /** The answer to `calls[i]` as the model is given it (JSON text); null while it runs. */
-  results: (string | null)[];
-  /**
-   * The reply that named the tools was heard saying something (then it is line `at`, and
-   * the model sees it as the words of its tool-calling message); null until that reply ends.
-   */
-  words: boolean | null;
-}
-
-/** Why the conversation asks the call to end. */
-export type ConversationEndReason = 'agent_hangup' | 'silence_timeout' | 'provider_error';
-
-export interface ConversationInput {
-  aiSpeaksFirst: boolean;
-  /** When the agent does not speak first: how long it waits for the caller before greeting. */
-  pickupDelayMs: number;
-  /** response_eagerness. */
-  eagernessMs: number;
-  /** Overlapping caller speech that pauses the agent. */
-  interruptMs: number;
-  /** Caller silence (while the agent is not speaking) that ends the call. */
-  silenceHangupMs: number;
-  /** A pause with no words within this resumes the agent (a false interruption). */
-  resumeAfterMs: number;
-}
-
-/** What a reply is made from. */
-export interface ReplyRequest {
-  kind: ReplyKind;
-  /** The conversation so far, the caller's last words included. */
-  lines: readonly TranscriptLine[];
-  /** The greeting has been played (a caller who spoke first is greeted in the answer). */
-  greeted: boolean;
-  /** Every tool round so far, answered (a model reply is only asked for once the last round is answered). */
-  toolRounds: readonly ToolRound[];
-}
-
-export interface TranscriptLine {
-  speaker: 'agent' | 'caller';
-  text: string;
-}
-
-export interface ConversationContext extends ConversationInput {
-  lines: TranscriptLine[];
-  /** The caller's final words of the turn being heard, not answered yet. */
-  callerText: string;
-  /** The caller was heard speaking (voice activity) during the current turn. */
-  heardSpeech: boolean;
-  /**
-   * Voice activity says the caller is speaking now (SPEECH.START not yet followed by
-   * SPEECH.END), whichever state the events came in: a state entered later (a reply
-   * that ends while the caller talks) must neither run the silence timer nor wait for
-   * a SPEECH.END that already came.
-   */
-  callerSpeaking: boolean;
-  /** What was heard of the caller's speech over the agent (machines/barge-in.ts). */
-  overlapHeard: OverlapHeard;
-  greeted: boolean;
-  replyKind: ReplyKind;
-  /** Provider failures in a row (a reply that plays resets it). */
-  failures: number;
-  /** Set by the end-call tool or a give-up: the call ends once the current reply has played. */
-  endAfterReply: ConversationEndReason | null;
-  endReason: ConversationEndReason | null;
-  toolRounds: ToolRound[];
-  /** The last tool round has not been replied to yet (the model must be asked again with its answers). */
-  toolReplyDue: boolean;
-  /** Fillers said while the last tool round runs. */
-  fillers: number;
-  /** The model called the transfer tool: once the current reply has played, the caller is transferred. */
-  transferAfterReply: boolean;
-}
-
-export type ConversationEvent =
-  /** Voice activity: the caller started / stopped speaking. */
-  | { type: 'SPEECH.START' }
-  | { type: 'SPEECH.END' }
-  /**
-   * Recognised words. `final` words are settled; `endOfTurn` says the recogniser (or
-   * voice activity) also judged the utterance finished.
-   */
-  | { type: 'WORDS'; text: string; final: boolean; endOfTurn: boolean }
-  /** The recogniser saw the utterance end by its word timing. */
-  | { type: 'UTTERANCE.END' }
-  /** Speech recognition is gone for good (reconnection failed). */
-  | { type: 'STT.FAILED' }
-  /** The first audio frame of the current reply went to the carrier. */
-  | { type: 'REPLY.AUDIO' }
-  /**
-   * The current reply is over: played to the end (`complete`), or cut by an
-   * interruption; `heard` is the text the caller actually heard.
-   */
-  | { type: 'REPLY.ENDED'; heard: string; complete: boolean }
-  /** The reply could not be made; `retryable` says whether asking again may help. */
-  | { type: 'REPLY.FAILED'; provider: 'llm' | 'tts'; retryable: boolean }
-  /** The model called the end-call tool: the call ends once this reply has played. */
-  | { type: 'END_CALL' }
-  /** The current reply's model asked for tools the engine runs (sent before the reply ends). */
-  | { type: 'TOOL.CALLS'; calls: ToolCall[] }
-  /** A tool answered; `result` is what the model is given (JSON text). */
-  | { type: 'TOOL.DONE'; id: string; result: string }
-  /** A tool failed (timeout, refused address, error status, answer too big): the model is told `error`. */
-  | { type: 'TOOL.FAILED'; id: string; error: string }
-  /** A keypad entry (the digits grouped by machines/keypad.ts). */
-  | { type: 'KEYPAD'; digits: string }
-  /** The model called the transfer tool: once this reply has played, the engine transfers (and the caller holds). */
-  | { type: 'TRANSFER' }
-  /** The transfer did not reach the person: the caller is back, the agent tells them. */
-  | { type: 'TRANSFER.FAILED' }
-  /** The call is over (hang-up, media gone): stop everything. */
-  | { type: 'HANGUP' };
 
 const join = (a: string, b: string): string => (a === '' ? b.trim() : b.trim() === '' ? a : `${a} ${b.trim()}`);
 
 type Ev<T extends ConversationEvent['type']> = Extract<ConversationEvent, { type: T }>;
 
-// Reported before the assign that clears or appends, so the params read the words first.
-const ANSWER_TURN = [
-  { type: 'recordLine', params: ({ context }: { context: ConversationContext }) => ({ speaker: 'caller' as const, text: context.callerText }) },
-  'commitCallerLine',
-] as const;
 const LINE_FROM_REPLY = ['agentLine', 'settleRoundWords'] as const;
 
 export const conversationMachine = setup({
@@ -310,6 +172,7 @@ export const conversationMachine = setup({
     haveWords: ({ context }) => hasWords(context.callerText),
     callerSpeaking: ({ context }) => context.callerSpeaking,
     callerQuiet: ({ context }) => !context.callerSpeaking,
+    heardSpeech: ({ context }) => context.heardSpeech,
     callerQuietWithWords: ({ context }) => !context.callerSpeaking && hasWords(context.callerText),
     noWords: ({ event }) => event.type === 'WORDS' && !hasWords(event.text),
     ...bargeInGuards,
@@ -372,84 +235,8 @@ export const conversationMachine = setup({
     'TOOL.FAILED': { actions: 'takeToolAnswer' },
   },
   states: {
-    // The line is open. The agent greets at once, or waits for the caller up to pickup_delay.
-    opening: {
-      always: { guard: 'greetFirst', target: 'thinking', actions: { type: 'prepare', params: 'greeting' } },
-      after: { pickupDelay: { target: 'thinking', actions: { type: 'prepare', params: 'greeting' } } },
-      on: {
-        'SPEECH.START': { target: 'listening.hearing', actions: ['callerStarts', 'markSpeech'] },
-        WORDS: [{ guard: 'finalEndOfTurn', target: 'listening.endOfTurn', actions: 'takeWords' }, { actions: 'takeWords' }],
-        KEYPAD: { target: 'listening.endOfTurn', actions: 'takeKeys' },
-        // Nobody will be understood: apologise and end rather than greet into a dead line.
-        'STT.FAILED': { target: 'thinking', actions: [{ type: 'prepare', params: 'apology' }, { type: 'endAfter', params: 'provider_error' }] },
-      },
-    },
+    ...turnTakingStates,
 
-    listening: {
-      initial: 'idle',
-      on: {
-        'SPEECH.START': { target: '.hearing', actions: ['callerStarts', 'markSpeech'] },
-        WORDS: [
-          { guard: 'finalEndOfTurn', target: '.endOfTurn', actions: 'takeWords' },
-          { guard: 'emptyEndOfTurn', target: '#conversation.thinking', actions: 'fallbackTurn' },
-          { actions: 'takeWords' },
-        ],
-        // A keypad entry ends the turn like final words (joining a turn still being spoken).
-        KEYPAD: [{ guard: 'callerSpeaking', actions: 'takeKeys' }, { target: '.endOfTurn', actions: 'takeKeys' }],
-        'UTTERANCE.END': [
-          { guard: 'haveWords', target: '.endOfTurn' },
-          { guard: ({ context }) => context.heardSpeech, target: '#conversation.thinking', actions: 'fallbackTurn' },
-        ],
-        'STT.FAILED': { target: '#conversation.thinking', actions: [{ type: 'prepare', params: 'apology' }, { type: 'endAfter', params: 'provider_error' }] },
-      },
-      states: {
-        // Nobody speaks: the silence timer runs. Entered while the caller talks (a reply
-        // ended under their speech), it is their turn already.
-        idle: {
-          always: [
-            { guard: 'callerSpeaking', target: 'hearing', actions: 'markSpeech' },
-            // A filler cut short by noise, a tool round still to be replied to: back to waiting on it (no silence timer).
-            { guard: 'toolReplyDue', target: '#conversation.waitingForTool' },
-          ],
-          after: { silence: { target: '#conversation.ending', actions: { type: 'end', params: 'silence_timeout' } } },
-        },
-        // The caller speaks: no silence timer, no reply. Entered after they stopped (they
-        // stopped while the agent was paused), it moves on as their SPEECH.END would have.
-        hearing: {
-          always: [
-            { guard: 'callerQuietWithWords', target: 'endOfTurn' },
-            { guard: 'callerQuiet', target: 'waitingForWords' },
-          ],
-          on: {
-            'SPEECH.END': [
-              { guard: 'haveWords', target: 'endOfTurn', actions: 'callerStops' },
-              { target: 'waitingForWords', actions: 'callerStops' },
-            ],
-          },
-        },
-        // Speech ended without final words yet: the recogniser's final is on its way.
-        // A missing final must not strand the call, so the silence timer runs here too.
-        waitingForWords: {
-          after: {
-            // Speech over a tool's wait whose words never come (noise): the tool's answer is not left waiting on them.
-            resume: { guard: 'toolReplyDue', target: '#conversation.waitingForTool' },
-            silence: { target: '#conversation.ending', actions: { type: 'end', params: 'silence_timeout' } },
-          },
-        },
-        // Words final, caller quiet: reply after response_eagerness unless they go on.
-        // An empty final or the recogniser's utterance end adds nothing: the wait is not restarted.
-        endOfTurn: {
-          after: {
-            eagerness: [
-              // A tool still runs: the caller's words are kept and answered with its answer.
-              { guard: 'toolsRunning', target: '#conversation.waitingForTool', actions: [...ANSWER_TURN] },
-              { target: '#conversation.thinking', actions: [...ANSWER_TURN, 'settleTools'] },
-            ],
-          },
-          on: { WORDS: { guard: 'noWords' }, 'UTTERANCE.END': {} },
-        },
-      },
-    },
 
     // The reply is being prepared (model, then speech); nothing has played yet.
     thinking: {
@@ -516,25 +303,8 @@ export const conversationMachine = setup({
       },
     },
 
-    // Tools run and nothing plays. The caller is heard meanwhile (their words kept);
-    // once every answer is in, the caller's turn goes on, their words are answered, or
-    // the model continues from the answers.
-    waitingForTool: {
-      always: [
-        { guard: 'toolsAnsweredCallerSpeaking', target: 'listening.hearing' },
-        { guard: 'toolsAnsweredWithWords', target: 'listening.endOfTurn' },
-        { guard: 'toolsAnswered', target: 'thinking', actions: 'continueAfterTools' },
-      ],
-      after: { filler: { guard: 'callerQuiet', target: 'thinking', actions: 'sayFiller' } },
-      on: {
-        'SPEECH.START': { actions: ['callerStarts', 'markSpeech'] },
-        // The wait for a filler restarts once the caller stops.
-        'SPEECH.END': { target: 'waitingForTool', reenter: true, actions: 'callerStops' },
-        WORDS: { actions: 'takeWords' },
-        KEYPAD: { actions: 'takeKeys' },
-        'STT.FAILED': { target: 'thinking', actions: [{ type: 'prepare', params: 'apology' }, { type: 'endAfter', params: 'provider_error' }] },
-      },
-    },
+    ...toolStates,
+
 
     // The call should end (the goodbye, if any, has played).
     ending: {
@@ -556,10 +326,5 @@ export const conversationMachine = setup({
     closed: { type: 'final' },
   },
 });
-
-/** A call of the last round has no answer yet. */
-function toolsRunning(context: ConversationContext): boolean {
-  return context.toolRounds.at(-1)?.results.includes(null) ?? false;
-}
 
 export type ConversationSnapshot = SnapshotFrom<typeof conversationMachine>;
