@@ -1,13 +1,15 @@
 // Platform recording (recording_source `platform`) end to end, on both carriers: the
 // conversation's two sides are mixed into an MP3 under DATA_DIR that a standard decoder
-// (ffprobe/ffmpeg from Debian's ffmpeg) reads, served at an unguessable link without an
-// API key, saved before the analysis and call.completed; the number's record_call wins
-// over the agent's; deleting the call deletes the file.
+// reads (ffprobe and ffmpeg, the static builds that @ffprobe-installer/ffprobe and
+// @ffmpeg-installer/ffmpeg ship: test/helpers/binaries.ts), served at an unguessable link
+// without an API key, saved before the analysis and call.completed; the number's
+// record_call wins over the agent's; deleting the call deletes the file.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ffmpegPath, ffprobePath } from './helpers/binaries.ts';
 import { newCustomer, type Customer } from './helpers/calls.ts';
 import { agentSpeaks, recordWhere, ringAgent, startConversationStack, type ConversationStack, type Provider } from './helpers/conversation.ts';
 import { speechFixture } from './fixtures/speech/speech.ts';
@@ -42,7 +44,7 @@ async function fetchLink(path: string, headers: Record<string, string> = {}): Pr
 function probe(bytes: Buffer): { codec: string; duration: number } {
   const file = join(scratch, `probe-${Math.random().toString(36).slice(2)}.mp3`);
   writeFileSync(file, bytes);
-  const out = JSON.parse(execFileSync('ffprobe', ['-v', 'error', '-show_entries', 'stream=codec_name:format=duration', '-of', 'json', file], { encoding: 'utf8' }));
+  const out = JSON.parse(execFileSync(ffprobePath(), ['-v', 'error', '-show_entries', 'stream=codec_name:format=duration', '-of', 'json', file], { encoding: 'utf8' }));
   return { codec: out.streams[0].codec_name, duration: Number(out.format.duration) };
 }
 
@@ -50,7 +52,7 @@ function probe(bytes: Buffer): { codec: string; duration: number } {
 function decode(bytes: Buffer): Int16Array {
   const file = join(scratch, `decode-${Math.random().toString(36).slice(2)}.mp3`);
   writeFileSync(file, bytes);
-  const pcm = execFileSync('ffmpeg', ['-v', 'error', '-i', file, '-f', 's16le', '-ac', '1', '-ar', '8000', '-'], { maxBuffer: 64 << 20 });
+  const pcm = execFileSync(ffmpegPath(), ['-v', 'error', '-i', file, '-f', 's16le', '-ac', '1', '-ar', '8000', '-'], { maxBuffer: 64 << 20 });
   return new Int16Array(pcm.buffer, pcm.byteOffset, pcm.length >> 1);
 }
 
@@ -131,10 +133,13 @@ describe.each<Provider>(['twilio', 'telnyx'])('platform recording on carrier %s'
     while (first < pcm.length && Math.abs(pcm[first]!) < 600) first++;
     const start = first / 8000;
     const quiet = 0.01;
-    expect(rmsBetween(pcm, start, start + Math.min(1, greetingFor))).toBeGreaterThan(quiet * 3);
-    expect(rmsBetween(pcm, start + greetingFor + 0.4, start + asked - 0.1)).toBeLessThan(quiet);
-    expect(rmsBetween(pcm, start + asked + 0.2, start + asked + askedFor - 0.3)).toBeGreaterThan(quiet * 3);
-    expect(rmsBetween(pcm, start + answered + 0.1, start + answered + Math.min(1, answerFor))).toBeGreaterThan(quiet * 3);
+    // What a failure shows: the timings, and the recording's level in 100 ms steps (# sound, . quiet).
+    const levels = Array.from({ length: Math.ceil(pcm.length / 800) }, (_, i) => (rmsBetween(pcm, i / 10, (i + 1) / 10) > quiet ? '#' : '.')).join('');
+    const seen = `start ${start.toFixed(2)} s, greeting ${greetingFor.toFixed(2)} s, asked at ${asked.toFixed(2)} s, answered at ${answered.toFixed(2)} s; ${levels}`;
+    expect(rmsBetween(pcm, start, start + Math.min(1, greetingFor)), seen).toBeGreaterThan(quiet * 3);
+    expect(rmsBetween(pcm, start + greetingFor + 0.4, start + asked - 0.1), seen).toBeLessThan(quiet);
+    expect(rmsBetween(pcm, start + asked + 0.2, start + asked + askedFor - 0.3), seen).toBeGreaterThan(quiet * 3);
+    expect(rmsBetween(pcm, start + answered + 0.1, start + answered + Math.min(1, answerFor)), seen).toBeGreaterThan(quiet * 3);
 
     // A range of it, as players ask.
     const part = await fetchLink(path, { range: 'bytes=0-99' });

@@ -90,12 +90,19 @@ async function deliveriesOf(c: Customer, callId: string): Promise<any[]> {
   return res.body.deliveries;
 }
 
-/** Polls the call's CRM delivery until `ok` accepts it. */
-function crmDeliveryWhere(c: Customer, callId: string, ok: (d: any) => boolean, what: string, timeoutMs = 8000): Promise<any> {
-  return eventually(async () => {
-    const d = (await deliveriesOf(c, callId)).find((x) => x.event === 'crm.contact_note');
-    return d && ok(d) ? d : undefined;
-  }, timeoutMs, what);
+/** Polls the call's CRM delivery until `ok` accepts it; a timeout says what the delivery and the CRM saw last. */
+async function crmDeliveryWhere(c: Customer, callId: string, ok: (d: any) => boolean, what: string, timeoutMs = 8000): Promise<any> {
+  const t0 = Date.now();
+  let last: any;
+  try {
+    return await eventually(async () => {
+      last = (await deliveriesOf(c, callId)).find((x) => x.event === 'crm.contact_note');
+      return last && ok(last) ? last : undefined;
+    }, timeoutMs, what);
+  } catch (err) {
+    const seen = crm.requests.slice(-8).map((r) => `${r.method} ${r.path}${r.fault ? ` (${r.fault})` : ''}`);
+    throw new Error(`${(err as Error).message} (${Date.now() - t0} ms): delivery ${JSON.stringify(last)}; the CRM's last requests: ${seen.join(', ')}`);
+  }
 }
 
 const notesOf = (phone: string) => {
