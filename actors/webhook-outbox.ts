@@ -122,8 +122,11 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
     timer = null;
     if (!running) return;
     try {
-      for (const lane of lanes) fillLane(lane);
+      // One `now` for both questions: read twice, a row falling due in between (a timer
+      // fires up to a millisecond early by the wall clock; a loaded machine stretches the
+      // gap) was neither taken as due nor found as next, and waited out MAX_SLEEP_MS.
       const now = clock();
+      for (const lane of lanes) fillLane(lane, now);
       const next = repo.nextDueAfter(now);
       armIn(next === null ? MAX_SLEEP_MS : next - now);
     } catch (err) {
@@ -137,7 +140,7 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
    * pickFair deal them, and asks again until the places are full or nothing is left (an
    * account reaching its cap drops out of the next question).
    */
-  function fillLane(lane: Lane): void {
+  function fillLane(lane: Lane, now: number): void {
     const { spec, out } = lane;
     for (;;) {
       const room = spec.max - out.size;
@@ -145,7 +148,7 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
       const outByAccount = new Map<string, number>();
       for (const account of out.values()) outByAccount.set(account, (outByAccount.get(account) ?? 0) + 1);
       const full = [...outByAccount].filter(([, n]) => n >= spec.perAccount).map(([a]) => a);
-      const due = repo.dueInLane(clock(), spec.kinds, full, [...inFlight.keys()], room * spec.perAccount);
+      const due = repo.dueInLane(now, spec.kinds, full, [...inFlight.keys()], room * spec.perAccount);
       const picked = pickFair(due, outByAccount, room, spec.perAccount);
       if (picked.length === 0) return;
       for (const row of picked) launch(row);
