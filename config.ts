@@ -101,7 +101,7 @@ export interface Config {
   twilioApiBase: string;
   telnyxApiBase: string;
   llm: { baseUrl: string; apiKey: string | undefined; model: string };
-  /** CRM_BASE_URL: the CRM's REST API for bookings (voice/providers/crm-calendar.ts) and the post-call sync (actors/crm-sync-out.ts). */
+  /** CRM_BASE_URL: the CRM's REST API for bookings (voice/providers/crm-calendar.ts) and the post-call sync (actors/outbox/crm-sync-out.ts). */
   crmBaseUrl: string;
   stt: { provider: 'deepgram'; apiKey: string | undefined; baseUrl: string; model: string };
   tts:
@@ -115,13 +115,13 @@ export interface Config {
   webhooks: {
     /** The whole exchange of one delivery attempt. */
     timeoutMs: number;
-    /** The waits between attempts; null: the production schedule (actors/webhook-retry.ts). */
+    /** The waits between attempts; null: the production schedule (actors/outbox/webhook-retry.ts). */
     retryScheduleMs: number[] | null;
   };
   analysis: {
     /** One request to the model, start to the answer's last byte. */
     timeoutMs: number;
-    /** The waits between attempts; null: the production schedule (actors/analysis-plan.ts). */
+    /** The waits between attempts; null: the production schedule (actors/post-call/analysis-plan.ts). */
     retryScheduleMs: number[] | null;
   };
   rateLimits: { readsPerMin: number; writesPerMin: number; keyCreationPerHourPerIp: number; recordingsPerMin: number; carrierPerMin: number };

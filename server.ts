@@ -17,18 +17,18 @@ import { registerMediaSockets, type MediaSocketDeps, type MediaSockets } from '.
 import { registerDebugSockets, type DebugSocketDeps, type DebugSockets } from './http/debug-ws.ts';
 import type { MediaBindings } from './voice/media/bindings.ts';
 import { selectEngine } from './voice/engine/engine.ts';
-import { createProviders } from './actors/providers.ts';
-import { startConversationRuntime, type ConversationRuntime } from './actors/conversation-runtime.ts';
-import { createCarrierKeys } from './actors/engine-keypad.ts';
+import { createProviders } from './actors/agent/providers.ts';
+import { startConversationRuntime, type ConversationRuntime } from './actors/agent/conversation-runtime.ts';
+import { createCarrierKeys } from './actors/agent/engine-keypad.ts';
 import type { AppDeps } from './http/deps.ts';
-import { createCallSystem } from './actors/system.ts';
-import { createInspectionHub, redactEvent, type InspectionHub } from './actors/inspection-hub.ts';
-import { createWebhookOutbox } from './actors/webhook-outbox.ts';
-import { DEFAULT_RETRY_SCHEDULE_MS } from './actors/webhook-retry.ts';
-import { createCallAnalysisWorker } from './actors/call-analysis.ts';
-import { createPlatformRecordings } from './actors/platform-recordings.ts';
-import { createRecordingRetention } from './actors/recording-retention.ts';
-import { createProviderRecordings } from './actors/provider-recordings.ts';
+import { createCallSystem } from './actors/calls/call-system.ts';
+import { createInspectionHub, redactEvent, type InspectionHub } from './actors/runtime/inspection-hub.ts';
+import { createWebhookOutbox } from './actors/outbox/webhook-outbox.ts';
+import { DEFAULT_RETRY_SCHEDULE_MS } from './actors/outbox/webhook-retry.ts';
+import { createCallAnalysisWorker } from './actors/post-call/call-analysis.ts';
+import { createPlatformRecordings } from './actors/recordings/platform-recordings.ts';
+import { createRecordingRetention } from './actors/recordings/recording-retention.ts';
+import { createProviderRecordings } from './actors/recordings/provider-recordings.ts';
 import { createAnalysisModel } from './voice/analysis/analysis-client.ts';
 import { Agent as HttpsAgent } from 'node:https';
 import type { TemplatedApp } from 'uWebSockets.js';
@@ -70,7 +70,7 @@ export interface StartOptions {
 
 /**
  * Open connections kept per receiver host: as many as the events lane sends at once
- * (actors/delivery-lanes.ts), so the agent never queues one account's delivery behind
+ * (actors/outbox/delivery-lanes.ts), so the agent never queues one account's delivery behind
  * another account's hanging ones when both use the same receiver host.
  */
 const WEBHOOK_SOCKETS_PER_RECEIVER = 32;

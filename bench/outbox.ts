@@ -18,7 +18,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { Webhook } from 'standardwebhooks';
-import { createWebhookOutbox } from '../actors/webhook-outbox.ts';
+import { createWebhookOutbox } from '../actors/outbox/webhook-outbox.ts';
 import { openDatabase } from '../storage/db.ts';
 import { createStorage } from '../storage/index.ts';
 import { createSecretBox } from '../storage/secret-box.ts';

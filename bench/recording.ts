@@ -1,6 +1,6 @@
 // Platform recording's cost at the end of a call: a call of `seconds` (the caller's
 // frames throughout, the agent speaking a third of the time) mixed and encoded to MP3 as
-// the service does it, slice by slice (actors/platform-recordings.ts). Reports the
+// the service does it, slice by slice (actors/recordings/platform-recordings.ts). Reports the
 // encoding's speed against real time and how long each slice holds the event loop (the
 // live calls' 20 ms frames wait that long), beside mixing the whole call at once, in the
 // same run. `BENCH_RECORDING_SECONDS` (600), rounds from BENCH_ROUNDS.

@@ -21,7 +21,7 @@ import { STATUS_CODES } from 'node:http';
 import type { HttpRequest, HttpResponse, TemplatedApp, us_socket_context_t, WebSocket } from 'uWebSockets.js';
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics.ts';
-import type { InspectionEvent, LiveActorSource } from '../actors/inspection.ts';
+import type { InspectionEvent, LiveActorSource } from '../actors/runtime/inspection.ts';
 import type { Authenticator, AuthContext } from './auth.ts';
 import { ApiError } from './errors.ts';
 import { rateLimitExceeded, type RateLimits } from './rate-limit.ts';

@@ -3,11 +3,11 @@
 import type { Config } from '../config.ts';
 import type { Storage } from '../storage/index.ts';
 import type { Metrics } from '../metrics.ts';
-import type { CallSystem } from '../actors/system.ts';
-import type { WebhookOutbox } from '../actors/webhook-outbox.ts';
-import type { LiveActorSource } from '../actors/inspection.ts';
-import type { ProviderStatus } from '../actors/providers.ts';
-import type { CarrierKeys } from '../actors/engine-keypad.ts';
+import type { CallSystem } from '../actors/calls/call-system.ts';
+import type { WebhookOutbox } from '../actors/outbox/webhook-outbox.ts';
+import type { LiveActorSource } from '../actors/runtime/inspection.ts';
+import type { ProviderStatus } from '../actors/agent/providers.ts';
+import type { CarrierKeys } from '../actors/agent/engine-keypad.ts';
 
 export interface AppDeps {
   config: Config;

@@ -4,7 +4,7 @@
 // acts only on a clear yes in the caller's next turn. A no, or anything that is not a
 // clear yes or no, changes nothing and the model is told so. Pure: the classification
 // of the caller's answer and the pending proposal as a reducer (state, event) → (state,
-// decision); the engine (actors/engine-bookings.ts) speaks and calls the calendar.
+// decision); the engine (actors/agent/engine-bookings.ts) speaks and calls the calendar.
 
 /** The calendar change the model asked for; `readBack` is the sentence the engine says. */
 export interface BookingProposal<A = unknown> {

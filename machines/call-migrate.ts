@@ -1,6 +1,6 @@
 // How a persisted call snapshot of another machine version, or one naming a state this
 // machine lacks, comes back: pure functions of the snapshot, kept beside the machine so
-// that no state name is matched outside machines/ (actors/call-kind.ts registers them).
+// that no state name is matched outside machines/ (actors/calls/call-kind.ts registers them).
 import { CALL_MACHINE_VERSION, callMachine, phaseOf } from './call.ts';
 import type { CallContext } from './call-outcome.ts';
 

@@ -1,7 +1,7 @@
 // A call's transfer, as part of the call machine (call.ts): the state it keeps, the pure
 // updates of that state, and the `transferring` child state of `in-progress`. Pure like
 // the rest of the machine: every carrier step is an effect intent the supervisor commits
-// before it acts (actors/transfer-effects.ts), every wait has a durable deadline, and a
+// before it acts (actors/calls/transfer-effects.ts), every wait has a durable deadline, and a
 // restart never sends a transfer again: an unsent request is sent, a sent one whose answer
 // was lost is checked with the carrier (carrier B may resend within its command_id window).
 //

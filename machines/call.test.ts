@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import type { CallContext } from './call-outcome.ts';
 import type { CallEvent, CallInput, FinalCallStatus } from './call-events.ts';
 import { CALL_MACHINE_VERSION, CALL_TAGS, LIVENESS, MAX_DURATION_DEADLINE, callMachine, callRecordOf, chargedMinutes } from './call.ts';
-import { publicIdOf } from '../actors/call-kind.ts';
+import { publicIdOf } from '../actors/calls/call-kind.ts';
 import { CallDriver, T0, callInput, inboundInput } from '../test/model/call-driver.ts';
 
 const MAX = 600;

@@ -2,7 +2,7 @@
 // order-tolerant. It is driven by the supervisor through XState's pure `transition()`:
 // nothing here runs. Every effect is a named action the transition returns; the
 // supervisor commits the new snapshot, the call row and the effect's intent in one
-// transaction, and only then acts (actors/supervisor.ts). Effects:
+// transaction, and only then acts (actors/runtime/supervisor.ts). Effects:
 // - intents, done outside after the commit, their outcome coming back as an event:
 //   `dial` (DIAL.ACCEPTED | DIAL.REJECTED | DIAL.UNKNOWN), `findDial` (DIAL.FOUND |
 //   DIAL.NOT_FOUND | CARRIER.UNREACHABLE), `checkCall` (RECONCILED | CARRIER.UNREACHABLE),
@@ -143,7 +143,7 @@ export const callMachine = setup({
     cancelDeadline: (_, _params: { name: string }) => {},
     releaseSlot: () => {},
     requestSlot: () => {},
-    // Transfer effects (machines/call-transfer.ts, actors/transfer-effects.ts).
+    // Transfer effects (machines/call-transfer.ts, actors/calls/transfer-effects.ts).
     placeTransfer: (_, _params: TransferIntent) => {},
     checkTransfer: (_, _params: TransferIntent) => {},
     whisperTransfer: (_, _params: TransferIntent) => {},

@@ -3,7 +3,7 @@
 // what the transcript says. The machine runs as a real actor on XState's simulated
 // clock; its effects are recorded by test/model/conversation-driver.ts (an injected
 // implementation of the engine's actions), and the engine's side (the reply's first
-// audio, its end, its failures) is played by hand as actors/agent-engine.ts would send it.
+// audio, its end, its failures) is played by hand as actors/agent/agent-engine.ts would send it.
 import { describe, expect, it } from 'vitest';
 import { isBackchannel, type ConversationInput } from './conversation.ts';
 import { BACKCHANNEL_CLAIM_MS } from './barge-in.ts';

@@ -1,7 +1,7 @@
 // The conversation on one connected call (issue 8): who has the floor, when the agent
 // replies, when the caller's speech interrupts it and when the call should end. Pure:
 // every effect is a named action the voice engine provides with `machine.provide()`
-// (actors/agent-engine.ts), and time is XState's own delays, so tests drive it with a
+// (actors/agent/agent-engine.ts), and time is XState's own delays, so tests drive it with a
 // simulated clock. Its context holds only what changes a few times a turn (the
 // transcript lines, the caller's final words not yet answered); per-frame state
 // (voice activity probabilities, interim words, audio queues, model tokens) stays in

@@ -1,6 +1,6 @@
 // The events of a call transfer, part of the call machine's one event union
 // (call-events.ts). The conversation engine asks for a transfer; the transfer effects
-// (actors/transfer-effects.ts) and the carriers' webhooks about the target's leg
+// (actors/calls/transfer-effects.ts) and the carriers' webhooks about the target's leg
 // answer. Every event after the request names the transfer `attempt` it is about: a
 // call may try again after a failed transfer, and a late webhook of an earlier attempt
 // must not move the current one.

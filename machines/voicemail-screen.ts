@@ -1,7 +1,7 @@
 // The voicemail screen at the start of an outbound call placed without carrier AMD
 // (issue 9): human or answering machine, decided within SCREEN_MS of the answer, and on
 // a machine when to speak the message. Pure: effects are named actions the engine
-// provides (actors/engine-voicemail.ts), time is XState delays.
+// provides (actors/agent/engine-voicemail.ts), time is XState delays.
 //
 // Evidence, after voice-anchors.md (LiveKit, Jambonz):
 // - a beep (voice/audio/beep.ts) → machine;

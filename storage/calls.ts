@@ -45,7 +45,7 @@ export interface CallRow {
   avg_latency_ms: number | null;
   analysis_status: string;
   updated_at: number | null;
-  /** JSON of the pre-call gate's decision (actors/precall-gate.ts PrecallRecord); null when no gate ran. */
+  /** JSON of the pre-call gate's decision (actors/calls/precall-gate.ts PrecallRecord); null when no gate ran. */
   precall: string | null;
 }
 

@@ -2,7 +2,7 @@
 // (recording_path, relative) and at the public link (recording_url) that serves it.
 // The file is written first and the row second, so a row never points at nothing; a
 // call erased meanwhile updates no row and its new file is removed by the writer
-// (actors/recording-store.ts).
+// (actors/recordings/recording-store.ts).
 import { dirname, resolve } from 'node:path';
 import type { Db } from './db.ts';
 

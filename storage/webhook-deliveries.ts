@@ -1,6 +1,6 @@
 // The webhook outbox: one row per (event, URL). `enqueue` only INSERTs, so it joins
 // the caller's transaction and the delivery exists exactly when the state change that
-// caused it does. The worker (actors/webhook-outbox.ts) commits each attempt's start
+// caused it does. The worker (actors/outbox/webhook-outbox.ts) commits each attempt's start
 // before the request leaves and its outcome after; a pending row is sent until it is
 // delivered or its retries run out, across restarts. Queries for the API are scoped
 // by account; the worker's are global, by due time. Erasing a call erases its
@@ -9,7 +9,7 @@ import type { Db } from './db.ts';
 import { newPrefixedId } from './ids.ts';
 
 export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
-/** `webhook`: a signed POST of `payload` to `url`; `crm`: a contact upsert and a note at the number's CRM (actors/crm-delivery.ts). */
+/** `webhook`: a signed POST of `payload` to `url`; `crm`: a contact upsert and a note at the number's CRM (actors/outbox/crm-delivery.ts). */
 export type DeliveryKind = 'webhook' | 'crm' | 'recording';
 
 export interface DeliveryRow {

@@ -21,7 +21,7 @@ const SOURCE = /\.(?:[cm]?ts|tsx|[cm]?js)$/;
 type Unit =
   | 'machines'
   | 'machines/*-events.ts'
-  | 'actors'
+  | ActorRoom
   | 'http'
   | 'storage'
   | 'voice'
@@ -45,12 +45,41 @@ interface Rule {
   says: string;
 }
 
+/**
+ * actors/ has a room per concern (architecture.md, "Layout"), and arrows between rooms
+ * run one way, down this list: a room may import the rooms after it, never one before
+ * it. So the runtime every kind stands on imports no kind, no room imports the agent, and
+ * a kind added later (campaigns, SMS) slots in without an arrow running back up.
+ */
+const ACTOR_ROOMS = [
+  'actors/agent',
+  'actors/campaigns',
+  'actors/sms',
+  'actors/calls',
+  'actors/post-call',
+  'actors/outbox',
+  'actors/recordings',
+  'actors/runtime',
+] as const;
+type ActorRoom = (typeof ACTOR_ROOMS)[number];
+const ACTORS: Unit[] = [...ACTOR_ROOMS];
+
+/** A room's rule: the rooms below it, and the layers every room may use. */
+function actorRoomRule(room: ActorRoom): Rule {
+  const below = ACTOR_ROOMS.slice(ACTOR_ROOMS.indexOf(room) + 1);
+  const rooms = below.length === 0 ? 'no other room of actors/' : `only the rooms below it in actors/ (${below.map((r) => r.slice('actors/'.length)).join(', ')})`;
+  return {
+    may: [room, ...below, 'machines', 'machines/*-events.ts', 'storage', 'voice', 'config.ts', 'metrics.ts'],
+    says: `${room}/ may import ${rooms}, and machines, storage, voice, config.ts and metrics.ts (arrows in actors/ run ${ACTOR_ROOMS.map((r) => r.slice('actors/'.length)).join(' → ')})`,
+  };
+}
+
 const MACHINES: Rule = {
   may: ['machines', 'machines/*-events.ts'],
   packages: ['xstate', '@xstate/', 'zod'],
   says: 'machines/ imports nothing of the project but its own files, and only xstate and zod: no I/O, no clock',
 };
-const ALL_BUT_HTTP: Unit[] = ['machines', 'machines/*-events.ts', 'actors', 'storage', 'voice', 'server.ts', 'config.ts', 'metrics.ts', 'admin.ts'];
+const ALL_BUT_HTTP: Unit[] = ['machines', 'machines/*-events.ts', ...ACTORS, 'storage', 'voice', 'server.ts', 'config.ts', 'metrics.ts', 'admin.ts'];
 
 /**
  * The Layout table of architecture.md, plus the composition root. metrics.ts is the
@@ -60,12 +89,9 @@ const ALL_BUT_HTTP: Unit[] = ['machines', 'machines/*-events.ts', 'actors', 'sto
 const RULES: Record<Exclude<Unit, 'test'>, Rule> = {
   machines: MACHINES,
   'machines/*-events.ts': MACHINES,
-  actors: {
-    may: ['actors', 'machines', 'machines/*-events.ts', 'storage', 'voice', 'config.ts', 'metrics.ts'],
-    says: 'actors/ may import machines, storage, voice, config.ts and metrics.ts',
-  },
+  ...(Object.fromEntries(ACTOR_ROOMS.map((room) => [room, actorRoomRule(room)])) as Record<ActorRoom, Rule>),
   http: {
-    may: ['http', 'actors', 'storage', 'voice', 'machines/*-events.ts', 'config.ts', 'metrics.ts'],
+    may: ['http', ...ACTORS, 'storage', 'voice', 'machines/*-events.ts', 'config.ts', 'metrics.ts'],
     says: 'http/ may import actors, storage, voice, the machines’ machines/*-events.ts schemas, config.ts and metrics.ts',
   },
   storage: {
@@ -79,7 +105,7 @@ const RULES: Record<Exclude<Unit, 'test'>, Rule> = {
   },
   // The composition root: the process's entry points wire the layers together.
   'server.ts': {
-    may: ['machines', 'machines/*-events.ts', 'actors', 'http', 'storage', 'voice', 'config.ts', 'metrics.ts'],
+    may: ['machines', 'machines/*-events.ts', ...ACTORS, 'http', 'storage', 'voice', 'config.ts', 'metrics.ts'],
     says: 'server.ts wires config, storage, actors and http: it imports every layer, and no entry point or test',
   },
   'config.ts': {
@@ -99,7 +125,7 @@ const PACKAGE_OWNERS: { pkg: string; owners: Unit[]; says: string }[] = [
   { pkg: 'uWebSockets.js', owners: ['http', 'server.ts'], says: 'uWebSockets.js belongs to http/ (and server.ts, which owns the app)' },
 ];
 
-const FOLDERS = new Set<string>(['machines', 'actors', 'http', 'storage', 'voice', 'bench', 'scripts']);
+const FOLDERS = new Set<string>(['machines', 'http', 'storage', 'voice', 'bench', 'scripts']);
 const ROOT_FILES = new Set<string>(['server.ts', 'config.ts', 'metrics.ts', 'admin.ts', 'vitest.config.ts']);
 
 /** The unit of a project path (posix, relative to the root); null for a place the table does not know. */
@@ -109,6 +135,8 @@ function unitOf(file: string): Unit | null {
   if (slash < 0) return ROOT_FILES.has(file) ? (file as Unit) : null;
   const top = file.slice(0, slash);
   if (top === 'machines' && /^machines\/[^/]+-events\.ts$/.test(file)) return 'machines/*-events.ts';
+  // A file of actors/ lives in one of its rooms; one directly in actors/ is in no layer.
+  if (top === 'actors') return (ACTOR_ROOMS as readonly string[]).find((room) => file.startsWith(`${room}/`)) as ActorRoom | undefined ?? null;
   return FOLDERS.has(top) ? (top as Unit) : null;
 }
 
@@ -260,8 +288,14 @@ describe('architecture: the layers of architecture.md', () => {
       ['voice/a.ts', "import type { Row } from '../storage/rows.ts';\nimport { newId } from '../storage/ids';\nimport { ApiError } from '../http/errors.ts';"],
       ['voice/b.ts', "import { callEventSchema } from '../machines/call-events.ts';\nimport type { M } from '../metrics.ts';"],
       ['http/route.ts', "import { callMachine } from '../machines/call.ts';"],
-      ['actors/system.ts', "import type { Metrics } from '../http/metrics.ts';\nimport Database from 'better-sqlite3';"],
+      ['actors/calls/call-system.ts', "import type { Metrics } from '../../http/metrics.ts';\nimport Database from 'better-sqlite3';\nimport { recordingOf } from '../recordings/store.ts';"],
       ['actors/x.test.ts', "import { ApiError } from '../http/errors.ts';"],
+      // The rooms of actors/: arrows run agent → … → calls → post-call → outbox → recordings → runtime.
+      ['actors/runtime/supervisor.ts', "import { callKind } from '../calls/call-kind.ts';"],
+      ['actors/outbox/webhook-outbox.ts', "import { planJob } from '../post-call/analysis-plan.ts';\nimport { lanes } from '../runtime/lanes.ts';"],
+      ['actors/calls/inbound.ts', "import type { Engine } from '../agent/agent-engine.ts';"],
+      ['actors/loose.ts', ''],
+      ['voice/c.ts', "import { supervise } from '../actors/runtime/supervisor.ts';"],
       ['bench/run.ts', "import { startSwitchboard } from '../server.ts';"],
       ['shared/thing.ts', ''],
     ]);
@@ -270,8 +304,13 @@ describe('architecture: the layers of architecture.md', () => {
       'voice/a.ts → storage/ids.ts (voice/ may import storage types only (import type), the machines’ machines/*-events.ts schemas and metrics.ts; this import loads the module at run time: write `import type`)',
       'voice/a.ts → http/errors.ts (voice/ may import storage types only (import type), the machines’ machines/*-events.ts schemas and metrics.ts)',
       'http/route.ts → machines/call.ts (http/ may import actors, storage, voice, the machines’ machines/*-events.ts schemas, config.ts and metrics.ts)',
-      'actors/system.ts → http/metrics.ts (actors/ may import machines, storage, voice, config.ts and metrics.ts)',
-      'actors/system.ts → better-sqlite3 (better-sqlite3 belongs to storage/: all SQL lives there)',
+      `actors/calls/call-system.ts → http/metrics.ts (${actorRoomRule('actors/calls').says})`,
+      'actors/calls/call-system.ts → better-sqlite3 (better-sqlite3 belongs to storage/: all SQL lives there)',
+      `actors/runtime/supervisor.ts → actors/calls/call-kind.ts (${actorRoomRule('actors/runtime').says})`,
+      `actors/outbox/webhook-outbox.ts → actors/post-call/analysis-plan.ts (${actorRoomRule('actors/outbox').says})`,
+      `actors/calls/inbound.ts → actors/agent/agent-engine.ts (${actorRoomRule('actors/calls').says})`,
+      'actors/loose.ts → * (in no layer of architecture.md: name its place in RULES in test/architecture.test.ts, and in the Layout)',
+      'voice/c.ts → actors/runtime/supervisor.ts (voice/ may import storage types only (import type), the machines’ machines/*-events.ts schemas and metrics.ts)',
       'shared/thing.ts → * (in no layer of architecture.md: name its place in RULES in test/architecture.test.ts, and in the Layout)',
     ]);
   });

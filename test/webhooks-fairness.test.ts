@@ -17,7 +17,7 @@ import { agentTrusting, makeTestCa, startWebhookReceiver, type TestCa, type Webh
 import { openDatabase } from '../storage/db.ts';
 import { createStorage } from '../storage/index.ts';
 import { createSecretBox } from '../storage/secret-box.ts';
-import { createWebhookOutbox } from '../actors/webhook-outbox.ts';
+import { createWebhookOutbox } from '../actors/outbox/webhook-outbox.ts';
 
 const STARTED_DELAY_MS = 300;
 /** Long, so that a slot held by the tarpit stays held for the whole test. */

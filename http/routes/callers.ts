@@ -7,7 +7,7 @@ import { E164, isoTime, page, paginationQuery } from '../schemas.ts';
 import { importCallersBody, putCallerBody } from './caller-input.ts';
 import type { CallerRow, ContextPatch } from '../../storage/callers.ts';
 import type { AppDeps } from '../deps.ts';
-import { callerContext } from '../../actors/caller-context.ts';
+import { callerContext } from '../../actors/calls/caller-context.ts';
 
 const contextSchema = z
   .object({

@@ -16,7 +16,7 @@
 // that is on another application.
 // Incoming calls are routed (answered with a media stream, refused busy, or refused);
 // other events go to the call's actor.
-import { acceptRecordingCallback } from '../../actors/recording-fetch.ts';
+import { acceptRecordingCallback } from '../../actors/outbox/recording-fetch.ts';
 import { z } from 'zod';
 import { ApiError } from '../errors.ts';
 import { defineRoute, ok } from '../route.ts';
@@ -25,8 +25,8 @@ import type { PhoneNumberRow } from '../../storage/phone-numbers.ts';
 import { verifyTelnyx } from '../../voice/carriers/telnyx-signature.ts';
 import { parseTelnyxWebhook } from '../../voice/carriers/telnyx-voice.ts';
 import { transferEventOf, type TelnyxWebhook } from '../../voice/carriers/telnyx-transfer-state.ts';
-import { routeInbound } from '../../actors/inbound.ts';
-import { createPrecallGate } from '../../actors/precall-gate.ts';
+import { routeInbound } from '../../actors/calls/inbound.ts';
+import { createPrecallGate } from '../../actors/calls/precall-gate.ts';
 
 const received = z.object({ received: z.literal(true) });
 
@@ -139,7 +139,7 @@ export function carrierTelnyxRoutes({ storage, config, clock, calls, carrierKeys
 
         if (hook.kind === 'ignored') return ok({ received: true });
         if (hook.kind === 'recording') {
-          // The fetch is committed now and made by the outbox (actors/recording-fetch.ts), only for a
+          // The fetch is committed now and made by the outbox (actors/outbox/recording-fetch.ts), only for a
           // call that asked to record and an https link; a repeat adds nothing.
           if (subject.callId !== null) {
             const row = storage.calls.getByInternalId(subject.callId);

@@ -1,10 +1,10 @@
 // Carrier A's recording status callback (recording_source `provider`,
-// actors/provider-recordings.ts): `cid` names our call, and the request is verified with
+// actors/recordings/provider-recordings.ts): `cid` names our call, and the request is verified with
 // `X-Twilio-Signature` keyed with the auth token of the call's number, like every other
 // carrier A endpoint (403 invalid_signature otherwise, nothing written). `completed`
 // commits the fetch of the file (`RecordingUrl` + `.mp3`, a `recording.fetch` delivery
 // made by the outbox) when the call asked the carrier to record and the link is on
-// TWILIO_API_BASE's origin (actors/recording-fetch.ts); `absent` or `failed` means no
+// TWILIO_API_BASE's origin (actors/outbox/recording-fetch.ts); `absent` or `failed` means no
 // file will come, and call.completed stops waiting for one. The customer holds the auth
 // token that signs this callback, so its RecordingUrl is never trusted further than that.
 import { z } from 'zod';
@@ -12,8 +12,8 @@ import { ApiError } from '../errors.ts';
 import { defineRoute, type HandlerContext } from '../route.ts';
 import type { AppDeps } from '../deps.ts';
 import { verifyTwilio } from '../../voice/carriers/twilio-signature.ts';
-import { TWILIO_RECORDING_PATH } from '../../actors/provider-recordings.ts';
-import { acceptRecordingCallback } from '../../actors/recording-fetch.ts';
+import { TWILIO_RECORDING_PATH } from '../../actors/recordings/provider-recordings.ts';
+import { acceptRecordingCallback } from '../../actors/outbox/recording-fetch.ts';
 
 const query = z.object({ cid: z.string().min(1).meta({ description: 'Our internal call id.' }) }).loose();
 

@@ -14,7 +14,7 @@ import { verifyTwilio } from '../../voice/carriers/twilio-signature.ts';
 import { connectStream, empty, hangup, say } from '../../voice/carriers/twiml.ts';
 import { failureOf } from '../../voice/carriers/call-transfer.ts';
 import type { TwilioTransferHook } from '../../voice/carriers/twilio-transfer.ts';
-import { newMediaToken } from '../../actors/system.ts';
+import { newMediaToken } from '../../actors/calls/call-system.ts';
 import { MEDIA_PATHS } from '../media-ws.ts';
 
 const xml = (body: string): HandlerResult => ({ status: 200, body, contentType: 'text/xml' });

@@ -11,8 +11,8 @@ import type { PhoneNumberRow } from '../../storage/phone-numbers.ts';
 import { verifyTwilio } from '../../voice/carriers/twilio-signature.ts';
 import { parseTwilioWebhook, TwilioWebhookError, type TwilioWebhookKind } from '../../voice/carriers/twilio-voice.ts';
 import { connectStream, dialNumber, hangup, reject } from '../../voice/carriers/twiml.ts';
-import { routeInbound } from '../../actors/inbound.ts';
-import { createPrecallGate } from '../../actors/precall-gate.ts';
+import { routeInbound } from '../../actors/calls/inbound.ts';
+import { createPrecallGate } from '../../actors/calls/precall-gate.ts';
 import { MEDIA_PATHS } from '../media-ws.ts';
 
 const EMPTY_TWIML = '<?xml version="1.0" encoding="UTF-8"?><Response></Response>';

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { defineRoute, ok } from '../route.ts';
 import { isoTime } from '../schemas.ts';
-import type { ActorView } from '../../actors/inspection.ts';
+import type { ActorView } from '../../actors/runtime/inspection.ts';
 import type { AppDeps } from '../deps.ts';
 import { DEBUG_PAGE_HEADERS, DEBUG_PAGE_HTML } from '../debug-page.ts';
 

@@ -1,8 +1,8 @@
 // The `precall` object of the call record: what the pre-call gate decided for an inbound
-// call (actors/precall-gate.ts PrecallRecord, stored as JSON on the call's row).
+// call (actors/calls/precall-gate.ts PrecallRecord, stored as JSON on the call's row).
 import { z } from 'zod';
 import { isoTime } from '../schemas.ts';
-import type { PrecallRecord } from '../../actors/precall-gate.ts';
+import type { PrecallRecord } from '../../actors/calls/precall-gate.ts';
 
 export const precallView = z
   .object({

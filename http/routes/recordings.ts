@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { ApiError } from '../errors.ts';
 import { defineRoute } from '../route.ts';
 import type { AppDeps } from '../deps.ts';
-import { RECORDINGS_DIR } from '../../actors/recording-store.ts';
+import { RECORDINGS_DIR } from '../../actors/recordings/recording-store.ts';
 
 const FILE = /^[A-Za-z0-9_-]{32,64}\.mp3$/;
 

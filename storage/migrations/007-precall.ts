@@ -7,6 +7,6 @@ export const precall: Migration = {
   version: 7,
   name: 'precall',
   sql: `
-ALTER TABLE calls ADD COLUMN precall TEXT;   -- JSON of PrecallRecord (actors/precall-gate.ts); null: no gate ran
+ALTER TABLE calls ADD COLUMN precall TEXT;   -- JSON of PrecallRecord (actors/calls/precall-gate.ts); null: no gate ran
 `,
 };

@@ -1,4 +1,4 @@
-// A pure driver of the call machine that stands in for the supervisor (actors/supervisor.ts)
+// A pure driver of the call machine that stands in for the supervisor (actors/runtime/supervisor.ts)
 // without a database: it keeps one snapshot, applies XState's pure `transition()` /
 // `initialTransition()`, and does with the returned actions what the supervisor commits:
 // - effect intents (`dial`, `findDial`, `checkCall`, `hangup`, and the transfer's
@@ -9,7 +9,7 @@
 //   (setting it again moves it); `fire` delivers an armed deadline at or after its dueAt
 //   and removes it first, like the scheduler's `takeIfDue`;
 // - `releaseSlot` / `requestSlot` go through the call kind's own after-commit hooks
-//   (actors/call-kind.ts) into a slot ledger of this one call;
+//   (actors/calls/call-kind.ts) into a slot ledger of this one call;
 // - a finished actor (`done`) loses its deadlines and intents, and takes no more events.
 // `restart` persists `{version, value, context}` as JSON, brings it back the way the
 // supervisor's boot does (migrate when of another version, `resolveState`, a state this
@@ -17,8 +17,8 @@
 // the kind's restore events (RESTORED). Nothing here reads a clock: every time is an `at`.
 import { initialTransition, transition } from 'xstate';
 import type { Storage } from '../../storage/index.ts';
-import type { PersistedActor } from '../../actors/actor-kind.ts';
-import { callKind } from '../../actors/call-kind.ts';
+import type { PersistedActor } from '../../actors/runtime/actor-kind.ts';
+import { callKind } from '../../actors/calls/call-kind.ts';
 import { callEventSchema, type CallEvent, type CallInput } from '../../machines/call-events.ts';
 import { CALL_MACHINE_VERSION, callMachine, isFinished, type CallContext, type CallSnapshot, type DeadlineParams } from '../../machines/call.ts';
 
@@ -27,13 +27,13 @@ export const T0 = 1_700_000_000_000;
 export const EFFECTS = ['dial', 'findDial', 'checkCall', 'hangup', 'placeTransfer', 'checkTransfer', 'whisperTransfer', 'bridgeTransfer', 'releaseMedia', 'dropTransferLeg'] as const;
 export type Effect = (typeof EFFECTS)[number];
 
-/** The events that may record each effect's outcome (actors/call-effects.ts). */
+/** The events that may record each effect's outcome (actors/calls/call-effects.ts). */
 export const OUTCOMES: Record<Effect, readonly CallEvent['type'][]> = {
   dial: ['DIAL.ACCEPTED', 'DIAL.REJECTED', 'DIAL.UNKNOWN'],
   findDial: ['DIAL.FOUND', 'DIAL.NOT_FOUND', 'CARRIER.UNREACHABLE'],
   checkCall: ['RECONCILED', 'CARRIER.UNREACHABLE'],
   hangup: ['HANGUP.DONE', 'CARRIER.UNREACHABLE'],
-  // actors/transfer-effects.ts
+  // actors/calls/transfer-effects.ts
   placeTransfer: ['TRANSFER.PLACED', 'TRANSFER.FAILED', 'TRANSFER.UNKNOWN'],
   checkTransfer: ['TRANSFER.PLACED', 'TRANSFER.ANSWERED', 'TRANSFER.CONNECTED', 'TRANSFER.FAILED', 'RECONCILED', 'CARRIER.UNREACHABLE'],
   whisperTransfer: ['TRANSFER.SENT', 'TRANSFER.FAILED'],

@@ -1,5 +1,5 @@
 // Drives the conversation machine (machines/conversation.ts) the way the agent engine
-// does (actors/agent-engine.ts), without audio or providers: one actor of the machine
+// does (actors/agent/agent-engine.ts), without audio or providers: one actor of the machine
 // with every effect provided as a recorder (each call kept in order with the simulated
 // time it happened at), XState's SimulatedClock for its delays, and a persist-restore
 // that takes the actor's persisted snapshot through JSON, with its pending delays, and

@@ -151,7 +151,7 @@ function expectThat(m: Model, ok: boolean, what: string): void {
   if (!ok && m.broken === null) m.broken = what;
 }
 
-/** The engine's side of each effect, at the moment the machine asks for it (actors/agent-engine.ts). */
+/** The engine's side of each effect, at the moment the machine asks for it (actors/agent/agent-engine.ts). */
 function engineSees(m: Model, e: Effect, d: Real): void {
   switch (e.type) {
     case 'startReply':

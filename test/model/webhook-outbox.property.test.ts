@@ -1,5 +1,5 @@
 // Model-based test of the webhook outbox: the real repository on a real SQLite file,
-// the real worker (actors/webhook-outbox.ts) with its retry decision, and a real HTTPS
+// the real worker (actors/outbox/webhook-outbox.ts) with its retry decision, and a real HTTPS
 // receiver. fast-check generates sequences of events enqueued (a URL sometimes given
 // twice), receiver behaviour per URL (2xx, 500, 410, 429 with Retry-After, a cut
 // connection), clock jumps, worker runs, clean restarts and crashes in the middle of an
@@ -20,7 +20,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { openDatabase, type Db } from '../../storage/db.ts';
 import { createStorage, type Storage } from '../../storage/index.ts';
 import { createSecretBox } from '../../storage/secret-box.ts';
-import { createWebhookOutbox, type WebhookOutbox } from '../../actors/webhook-outbox.ts';
+import { createWebhookOutbox, type WebhookOutbox } from '../../actors/outbox/webhook-outbox.ts';
 import { agentTrusting, makeTestCa, startWebhookReceiver, type ReceivedWebhook, type ScriptedAnswer, type TestCa, type WebhookReceiver } from '../sim/webhook-receiver.ts';
 
 /** Waits between attempts, in the model's (fake) milliseconds. */

@@ -6,8 +6,8 @@
 import Database from 'better-sqlite3';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { createCallSystem, type CallSystem } from '../../actors/system.ts';
-import type { Scheduler } from '../../actors/scheduler.ts';
+import { createCallSystem, type CallSystem } from '../../actors/calls/call-system.ts';
+import type { Scheduler } from '../../actors/runtime/scheduler.ts';
 import { Metrics } from '../../metrics.ts';
 import { openDatabase, type Db } from '../../storage/db.ts';
 import { createStorage, type Storage } from '../../storage/index.ts';

@@ -17,7 +17,7 @@
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { assign, setup, type SnapshotFrom } from 'xstate';
 import { z } from 'zod';
-import type { ActorKind, PersistedActor } from '../../actors/actor-kind.ts';
+import type { ActorKind, PersistedActor } from '../../actors/runtime/actor-kind.ts';
 import type { Db } from '../../storage/db.ts';
 
 export const TICKER_KIND = 'ticker';

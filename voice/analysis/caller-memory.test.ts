@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { AGENT_DEFAULTS } from '../../storage/agents.ts';
 import { assemblePrompt } from '../conversation/prompt.ts';
 import type { CallerRow } from '../../storage/callers.ts';
-import { callerContext } from '../../actors/caller-context.ts';
+import { callerContext } from '../../actors/calls/caller-context.ts';
 import { lastCallLine, lastCallOf, parseLastCall } from './caller-memory.ts';
 
 const AT = Date.UTC(2025, 4, 6, 13, 4);

@@ -1,4 +1,4 @@
-// What a call's transfer needs from a carrier (the effects in actors/transfer-effects.ts
+// What a call's transfer needs from a carrier (the effects in actors/calls/transfer-effects.ts
 // drive it), whichever carrier it is: place the transfer, whisper to and bridge the
 // target's leg where the carrier leaves that to us, let the caller's media stream go at
 // the handoff, and say where a transfer stands when its own events were lost (a restart,

@@ -10,7 +10,7 @@
 // `call_…#t<attempt>`, so its events name our call and the attempt without being taken
 // for the caller's own (a leg's hang-up is a failed transfer, not the end of the call).
 // Every command carries a command_id of the call and attempt: the carrier drops a repeat
-// within about 60 s, so a restart may resend inside that window (actors/transfer-effects.ts).
+// within about 60 s, so a restart may resend inside that window (actors/calls/transfer-effects.ts).
 import { TRANSFER_RING_SECONDS } from '../../machines/transfer-events.ts';
 import { CarrierRequestError } from './errors.ts';
 import { createTelnyxRest } from './telnyx-rest.ts';

@@ -46,7 +46,7 @@ export interface DialOptions {
  * Hands the call to another number (a cold transfer): the carrier answers and dials
  * `number` (E.164) with the caller's own caller id; the service has no part in the call
  * afterwards. Used for the pre-call gate's `transfer` (no options) and, with options,
- * for the agent's transfers during a call (actors/transfer-effects.ts).
+ * for the agent's transfers during a call (actors/calls/transfer-effects.ts).
  */
 export function dialNumber(number: string, opts: DialOptions = {}): string {
   const dial = attrs({ action: opts.action, method: opts.action ? 'POST' : undefined, timeout: opts.timeout?.toString() });

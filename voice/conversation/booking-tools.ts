@@ -3,7 +3,7 @@
 // definitions, the model's arguments checked with zod, times in the call's IANA zone
 // (read as the model writes them, spoken as a person says them), the read-back the
 // engine says before a change when confirmation is required, and the Booking object of
-// api.md each change becomes. The calls themselves are in actors/engine-bookings.ts.
+// api.md each change becomes. The calls themselves are in actors/agent/engine-bookings.ts.
 import { z } from 'zod';
 import type { LlmTool } from '../providers/llm.ts';
 

@@ -1,5 +1,5 @@
 // The agent's transfer tool: when the model is offered it, where it may send the caller,
-// and what a call of it resolves to. Pure (the engine, actors/agent-engine.ts, acts on it).
+// and what a call of it resolves to. Pure (the engine, actors/agent/agent-engine.ts, acts on it).
 //
 // The rule (api.md: transfers are "controlled by the prompt only"): the tool is offered
 // when the developer's own prompt for the call (the agent's system_prompt, the number's

@@ -1,6 +1,6 @@
 // The CRM's contacts and notes over its REST API (the HighLevel v2 shape, at
 // CRM_BASE_URL), for the post-call CRM sync that the webhook outbox delivers
-// (actors/crm-delivery.ts): upsert a contact by phone, list a contact's notes, add one.
+// (actors/outbox/crm-delivery.ts): upsert a contact by phone, list a contact's notes, add one.
 // Unlike the calendar client of the booking tools (crm-calendar.ts), it hands back the
 // CRM's raw status and Retry-After, because the outbox's retry schedule decides what an
 // answer leads to. Redirects are not followed (a 3xx is just the answer, as for every

@@ -1,0 +1,180 @@
+// The voicemail screen's effects on one outbound call (machines/voicemail-screen.ts):
+// the beep detector on the callee's audio, the one model classification, and on a
+// machine the message (spoken word for word through the call's speech provider) or a
+// silent hang-up, both ending the call as `voicemail_detected`. The agent engine feeds
+// it the callee's audio, voice activity and words while it screens, and starts the
+// conversation when it says a person answered.
+import { createActor, type Actor } from 'xstate';
+import { verdictOf, voicemailScreenMachine, type ScreenEvent } from '../../machines/voicemail-screen.ts';
+import { createBeepDetector } from '../../voice/audio/beep.ts';
+import { startReply, type ReplyDeps, type ReplyHandle } from '../../voice/conversation/reply.ts';
+import type { LlmClient } from '../../voice/providers/llm.ts';
+import type { AnalysisModel } from '../../voice/analysis/analysis-client.ts';
+import type { CallEvent } from '../../machines/call-events.ts';
+
+/** What the screen needs from the call's setup; null when the call is not screened. */
+export interface VoicemailSetup {
+  /** The number's voicemail_message when its voicemail_leave_enabled is true; null hangs up silently. */
+  message: string | null;
+}
+
+/**
+ * Screened: outbound calls dialed without carrier AMD (with it the carrier decides and the
+ * call machine hangs up). Inbound calls are never screened: whoever calls us is a person or
+ * a system that chose to call, and the agent answers it. Only the number's own setting
+ * applies: every number is API-imported (api.md).
+ */
+export function voicemailSetupOf(p: {
+  direction: 'inbound' | 'outbound';
+  amdEnabled: boolean;
+  resumed: boolean;
+  number: { voicemail_leave_enabled?: boolean | null; voicemail_message?: string | null } | null;
+}): VoicemailSetup | null {
+  if (p.direction !== 'outbound' || p.amdEnabled || p.resumed) return null;
+  const message = p.number?.voicemail_leave_enabled === true ? (p.number.voicemail_message ?? '').trim() : '';
+  return { message: message === '' ? null : p.number!.voicemail_message! };
+}
+
+export const CLASSIFY_PROMPT =
+  'You screen the start of an outbound phone call. The user message is the first thing heard after the call was answered. ' +
+  'Set verdict to "voicemail" if it is an answering machine or voicemail greeting, "human" if a person answered, "unsure" otherwise.';
+
+/** The classification's answer: one field, so the model can only say one of three things. */
+export const CLASSIFY_FORMAT = {
+  type: 'json_schema',
+  json_schema: {
+    name: 'voicemail_screen',
+    strict: true,
+    schema: {
+      type: 'object',
+      properties: { verdict: { type: 'string', enum: ['unsure', 'human', 'voicemail'] } },
+      required: ['verdict'],
+      additionalProperties: false,
+    },
+  },
+} as const;
+
+/** The model's structured answer as a verdict; anything unreadable is unsure. */
+export function classifiedVerdict(answer: string): 'human' | 'voicemail' | 'unsure' {
+  try {
+    return verdictOf(String((JSON.parse(answer) as { verdict?: unknown }).verdict ?? ''));
+  } catch {
+    return 'unsure';
+  }
+}
+
+export interface EngineVoicemailDeps {
+  setup: VoicemailSetup;
+  /** Speaks the message (a fixed text: the model is not asked). */
+  llm: LlmClient;
+  /** The one non-streamed classification (the conversation's model provider); without it the other evidence decides. */
+  model: AnalysisModel | null;
+  reply: Omit<ReplyDeps, 'llm'>;
+  /** Hands an event to the call's actor (the message line, the hang-up). */
+  toCall(event: CallEvent): void;
+  clock: () => number;
+  /** A person answered: the conversation starts. */
+  onHuman(): void;
+  isClosed(): boolean;
+}
+
+export interface EngineVoicemail {
+  /** Still deciding, or leaving the message: the conversation has not started. */
+  readonly screening: boolean;
+  audio(samples: Int16Array): void;
+  send(event: ScreenEvent): void;
+  /** After each playout tick (the message's first frames). */
+  tick(at: number): void;
+  close(): void;
+}
+
+export function createEngineVoicemail(deps: EngineVoicemailDeps): EngineVoicemail {
+  const beeps = createBeepDetector();
+  const classifying = new AbortController();
+  let screening = true;
+  let message: ReplyHandle | null = null;
+
+  const hangUp = () => deps.toCall({ type: 'HANGUP.REQUESTED', at: deps.clock(), reason: 'voicemail_detected' });
+
+  async function classify(text: string): Promise<void> {
+    if (!deps.model) return;
+    let answer: string;
+    try {
+      answer = await deps.model.complete({
+        messages: [{ role: 'system', content: CLASSIFY_PROMPT }, { role: 'user', content: text }],
+        responseFormat: CLASSIFY_FORMAT,
+        signal: classifying.signal,
+      });
+    } catch {
+      return; // no answer (failure, timeout, decided meanwhile): the other evidence and the clock decide
+    }
+    if (!deps.isClosed() && live()) actor.send({ type: 'CLASSIFIED', verdict: classifiedVerdict(answer) });
+  }
+
+  function leaveMessage(text: string): void {
+    message = startReply(0, { kind: 'text', text }, { ...deps.reply, llm: deps.llm }, {
+      firstAudio() {},
+      ended(heard) {
+        message = null;
+        if (deps.isClosed()) return;
+        if (heard.trim() !== '') deps.toCall({ type: 'CONVERSATION.LINE', at: deps.clock(), speaker: 'agent', text: heard.trim().slice(0, 20_000) });
+        hangUp();
+      },
+      failed() {
+        message = null;
+        if (!deps.isClosed()) hangUp();
+      },
+      toolCall() {},
+    });
+  }
+
+  const actor: Actor<typeof voicemailScreenMachine> = createActor(
+    voicemailScreenMachine.provide({
+      actions: {
+        classify: (_, p: { text: string }) => void classify(p.text),
+        human: () => {
+          screening = false;
+          classifying.abort();
+          queueMicrotask(() => {
+            if (!deps.isClosed()) deps.onHuman();
+          });
+        },
+        leaveMessage: () => {
+          classifying.abort();
+          leaveMessage(deps.setup.message ?? '');
+        },
+        hangUpSilently: () => {
+          classifying.abort();
+          hangUp();
+        },
+      },
+    }),
+    { input: { leaveMessage: deps.setup.message !== null } },
+  );
+  actor.start();
+  /** The screen has not decided yet (a decided screen is a stopped actor: events to it are noise). */
+  const live = () => actor.getSnapshot().status === 'active';
+
+  return {
+    get screening() {
+      return screening;
+    },
+    audio(samples) {
+      if (!screening || message) return;
+      if (beeps.push(samples) && live()) actor.send({ type: 'BEEP' });
+    },
+    send(event) {
+      if (screening && live()) actor.send(event);
+    },
+    tick(at) {
+      message?.onSent(at);
+    },
+    close() {
+      classifying.abort();
+      message?.cancel();
+      message = null;
+      if (live()) actor.send({ type: 'HANGUP' });
+      actor.stop();
+    },
+  };
+}
