@@ -1,8 +1,10 @@
 // Concurrent-call slots per account. A slot is held from dialing (or an inbound answer)
 // until the call ends; the limit is the account's `concurrency_limit`, read on every
 // decision so a plan change applies to the next one. Outbound calls over the limit
-// wait in a FIFO queue per account and are granted a slot as one frees.
+// wait in a FIFO queue per account and are granted a slot as one frees. The slots are
+// an @xstate/store store (slots-store.ts, pure transitions); this is the calls' face of it.
 import type { Logger } from 'pino';
+import { accountsWaiting, createSlotsStore, heldOf, holds, queuedOf, totalsOf } from './slots-store.ts';
 
 export interface ConcurrencyDeps {
   /** The account's current limit (0 when the account is gone). */
@@ -33,84 +35,32 @@ export interface Concurrency {
 }
 
 export function createConcurrency({ limitOf, grant, log }: ConcurrencyDeps): Concurrency {
-  const holding = new Map<string, Set<string>>();
-  const waiting = new Map<string, string[]>();
-
-  const heldSet = (accountId: string): Set<string> => {
-    let s = holding.get(accountId);
-    if (!s) holding.set(accountId, (s = new Set()));
-    return s;
-  };
-
-  function pump(accountId: string): void {
-    const queue = waiting.get(accountId);
-    const held = heldSet(accountId);
-    while (queue && queue.length > 0 && held.size < limitOf(accountId)) {
-      const next = queue.shift()!;
-      held.add(next);
-      try {
-        grant(accountId, next);
-      } catch (err) {
-        log.error({ err, call_id: next }, 'granting a slot failed');
-      }
+  const store = createSlotsStore();
+  // Grants are emitted by the store's transitions and carried out here, outside them.
+  store.on('granted', ({ accountId, callId }) => {
+    try {
+      grant(accountId, callId);
+    } catch (err) {
+      log.error({ err, call_id: callId }, 'granting a slot failed');
     }
-    if (queue && queue.length === 0) waiting.delete(accountId);
-    if (held.size === 0) holding.delete(accountId);
-  }
+  });
+  const ctx = () => store.getSnapshot().context;
 
   return {
     tryAcquire(accountId, callId) {
-      pump(accountId);
-      const held = heldSet(accountId);
-      if (held.has(callId)) return true;
-      if ((waiting.get(accountId)?.length ?? 0) > 0 || held.size >= limitOf(accountId)) {
-        if (held.size === 0) holding.delete(accountId);
-        return false;
-      }
-      held.add(callId);
-      return true;
+      store.trigger.acquire({ accountId, callId, limit: limitOf(accountId) });
+      return holds(ctx(), accountId, callId);
     },
-    forceAcquire(accountId, callId) {
-      heldSet(accountId).add(callId);
-    },
-    enqueue(accountId, callId) {
-      // Granted meanwhile (its SLOT.GRANTED not yet taken): already holds, never queues too.
-      if (holding.get(accountId)?.has(callId)) return;
-      const queue = waiting.get(accountId) ?? [];
-      if (!queue.includes(callId)) queue.push(callId);
-      waiting.set(accountId, queue);
-      pump(accountId);
-    },
-    release(accountId, callId) {
-      holding.get(accountId)?.delete(callId);
-      const queue = waiting.get(accountId);
-      if (queue) {
-        const i = queue.indexOf(callId);
-        if (i >= 0) queue.splice(i, 1);
-      }
-      pump(accountId);
-    },
-    requeue(accountId, callId) {
-      holding.get(accountId)?.delete(callId);
-      const queue = waiting.get(accountId) ?? [];
-      if (!queue.includes(callId)) queue.unshift(callId);
-      waiting.set(accountId, queue);
-    },
-    dropAccount(accountId) {
-      holding.delete(accountId);
-      waiting.delete(accountId);
-    },
+    forceAcquire: (accountId, callId) => store.trigger.forceAcquire({ accountId, callId }),
+    enqueue: (accountId, callId) => store.trigger.enqueue({ accountId, callId, limit: limitOf(accountId) }),
+    release: (accountId, callId) => store.trigger.release({ accountId, callId, limit: limitOf(accountId) }),
+    requeue: (accountId, callId) => store.trigger.requeue({ accountId, callId }),
+    dropAccount: (accountId) => store.trigger.dropAccount({ accountId }),
     pumpAll() {
-      for (const accountId of [...waiting.keys()]) pump(accountId);
+      for (const accountId of accountsWaiting(ctx())) store.trigger.limitChanged({ accountId, limit: limitOf(accountId) });
     },
-    held: (accountId) => holding.get(accountId)?.size ?? 0,
-    queued: (accountId) => waiting.get(accountId)?.length ?? 0,
-    totals() {
-      let held = 0;
-      let queued = 0;
-      for (const s of holding.values()) held += s.size;
-      for (const q of waiting.values()) queued += q.length;
-      return { held, queued };
-    },
+    held: (accountId) => heldOf(ctx(), accountId),
+    queued: (accountId) => queuedOf(ctx(), accountId),
+    totals: () => totalsOf(ctx()),
   };
 }
