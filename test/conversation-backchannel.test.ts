@@ -24,6 +24,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { eventually, newCustomer } from './helpers/calls.ts';
 import { agentSpeaks, recordWhere, ringAgent, startConversationStack, type ConversationStack } from './helpers/conversation.ts';
 import { loadSpeechFixture } from './fixtures/speech/speech.ts';
+import { mulberry32 } from './sim/sim-http.ts';
 import { FarEndEar } from '../bench/far-end-ear.ts';
 import { monitorStalls } from '../bench/loop-stalls.ts';
 
@@ -43,18 +44,6 @@ const REPLY =
 /** Longest silence the caller may hear inside the reply (the carrier holds 120 ms ahead; a pause of a tick or two is not heard). */
 const MAX_SILENCE_MS = 300;
 
-/** mulberry32: the runs' timings, reproducible from the seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const YEAH_OKAY = new Uint8Array([...loadSpeechFixture('yeah'), ...loadSpeechFixture('okay')]);
 
@@ -69,7 +58,7 @@ interface RunResult {
 
 it(`backchannels over a long reply never stop it: ${RUNS} seeded runs, no silence over ${MAX_SILENCE_MS} ms`, { timeout: 30_000 + RUNS * 25_000 }, async () => {
   const c = await newCustomer(stack, 'twilio', { welcome_message: 'Hi.' });
-  const rand = random(SEED);
+  const rand = mulberry32(SEED);
   const results: RunResult[] = [];
   for (let run = 0; run < RUNS; run++) {
     const endpointingMs = Math.round(60 + rand() * 180);
