@@ -44,7 +44,8 @@ const envSchema = z.object({
     .regex(/^[0-9a-fA-F]{64}$/, 'must be 64 hex characters (32 bytes)')
     .optional(),
   ALLOW_PRIVATE_NETWORK_TARGETS: bool.default(false),
-  SCHEDULER_INTERVAL_MS: int(10, 86_400_000).default(60_000),
+  // The durable scheduler's longest sleep between looks at the clock (deadlines fire at their time; this bounds lateness after a clock step).
+  SCHEDULER_INTERVAL_MS: int(10, 60_000).default(1000),
   CALL_STARTED_DELAY_MS: int(0, 600_000).default(2000),
   // One webhook delivery attempt, look-up to the answer's last byte (contract.md §9: 15 s).
   WEBHOOK_TIMEOUT_MS: int(100, 600_000).default(15_000),

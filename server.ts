@@ -22,6 +22,7 @@ import { startConversationRuntime, type ConversationRuntime } from './actors/age
 import { createCarrierKeys } from './actors/agent/engine-keypad.ts';
 import type { AppDeps } from './http/deps.ts';
 import { createCallSystem } from './actors/calls/call-system.ts';
+import { createCampaignSystem } from './actors/campaigns/campaign-system.ts';
 import { createInspectionHub, redactEvent, type InspectionHub } from './actors/runtime/inspection-hub.ts';
 import { createWebhookOutbox } from './actors/outbox/webhook-outbox.ts';
 import { DEFAULT_RETRY_SCHEDULE_MS } from './actors/outbox/webhook-retry.ts';
@@ -113,6 +114,8 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
   // The live machine view (GET /v1/debug/actors, its websocket, /debug): per account, redacted.
   const inspection = createInspectionHub();
   const calls = createCallSystem({ storage, config, clock, log, metrics, inspection, redact: redactEvent });
+  // Batch campaigns: the second kind on the calls' runtime, registered before actors are restored.
+  const campaigns = createCampaignSystem({ storage, calls, clock, log, metrics });
   // Deliveries keep their TLS connections to a receiver open and reuse them: a handshake
   // per delivery cut throughput to a quarter (BENCH_ONLY=outbox). Each socket's address
   // was checked when it connected (voice/target-request.ts), so reuse checks nothing less.
@@ -162,7 +165,7 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
     }
     conversation = await startConversationRuntime({ providers: providers.providers, storage, contextOf: calls.contextOf, watchCall: calls.watchContext, carrierKeys, recordings, providerRecordings, config, clock, metrics, log });
   }
-  const deps: AppDeps = { config, storage, metrics, clock, calls, webhooks, inspection, providers: providers.status, carrierKeys, isReady: () => ready };
+  const deps: AppDeps = { config, storage, metrics, clock, calls, campaigns, webhooks, inspection, providers: providers.status, carrierKeys, isReady: () => ready };
   const routes = allRoutes(deps);
   let media: MediaSockets | null = null;
   let debug: DebugSockets | null = null;

@@ -1,5 +1,5 @@
 // `npm run bench`: the long benchmarks, kept out of CI. BENCH_SECONDS and BENCH_ROUNDS
-// trade time for steadier medians; BENCH_ONLY=http|outbound|media|vad|conversation|outbox|recording runs
+// trade time for steadier medians; BENCH_ONLY=http|outbound|media|vad|conversation|outbox|recording|batch runs
 // one of them, and BENCH_ONLY=unclaimed only the media bench's probe of 2,000 silent
 // sockets; BENCH_MEDIA_SECONDS sets the length of each media step. The outbound-call
 // bench runs BENCH_SECONDS of load with BENCH_OUTBOUND_CONCURRENCY requests in flight
@@ -13,15 +13,22 @@
 // BENCH_LLM_TOKEN_MS, BENCH_TTS_FIRST_AUDIO_MS, BENCH_TTS_SPEED; BENCH_PIN=0 leaves the
 // server and the bench unbound to a CPU and at their normal priority. The outbox bench:
 // BENCH_OUTBOX_DELIVERIES per round (BENCH_ROUNDS rounds of each connection mode).
+// The batch campaign bench (batch.ts): BENCH_BATCH_RECIPIENTS per timed creation (10,000),
+// BENCH_BATCH_CREATE_ROUNDS (5, after a cold one), BENCH_BATCH_VARIABLES=0 for rows
+// without variables; the dialing campaign's BENCH_BATCH_DIAL_RECIPIENTS (2,000),
+// BENCH_BATCH_CONCURRENT (its max_concurrent, 50), BENCH_BATCH_LIMIT (the account's
+// concurrency limit, 1,000) and BENCH_BATCH_TIMEOUT_S (300); BENCH_PIN=0 as for the
+// conversation bench.
 import { DEFAULT_LATENCIES, runConversationBench } from './conversation.ts';
 import { runHttpBench } from './http.ts';
 import { runMediaBench } from './media.ts';
 import { runOutboundBench } from './outbound.ts';
 import { runOutboxBench } from './outbox.ts';
 import { runVadBench } from './vad.ts';
+import { runBatchBench } from './batch.ts';
 import { runRecordingBench } from './recording.ts';
 
-const ONLY = ['http', 'outbound', 'media', 'unclaimed', 'vad', 'conversation', 'outbox', 'recording'];
+const ONLY = ['http', 'outbound', 'media', 'unclaimed', 'vad', 'conversation', 'outbox', 'recording', 'batch'];
 const only = process.env['BENCH_ONLY'];
 if (only !== undefined && !ONLY.includes(only)) {
   throw new Error(`BENCH_ONLY must be one of ${ONLY.join(', ')}`);
@@ -74,4 +81,15 @@ if (only === undefined || only === 'outbox') {
 }
 if (only === undefined || only === 'recording') {
   await runRecordingBench({ seconds: num('BENCH_RECORDING_SECONDS', 600), rounds });
+}
+if (only === undefined || only === 'batch') {
+  await runBatchBench({
+    recipients: num('BENCH_BATCH_RECIPIENTS', 10_000),
+    createRounds: num('BENCH_BATCH_CREATE_ROUNDS', 5),
+    dialRecipients: num('BENCH_BATCH_DIAL_RECIPIENTS', 2000),
+    maxConcurrent: num('BENCH_BATCH_CONCURRENT', 50),
+    limit: num('BENCH_BATCH_LIMIT', 1000),
+    timeoutS: num('BENCH_BATCH_TIMEOUT_S', 300),
+    variables: process.env['BENCH_BATCH_VARIABLES'] !== '0',
+  });
 }

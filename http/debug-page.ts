@@ -28,7 +28,7 @@ button { font: inherit; padding: .35rem .8rem; cursor: pointer; }
 .kind { text-transform: uppercase; font-size: .75rem; color: var(--accent); letter-spacing: .05em; }
 .state { margin: .2rem 0 .4rem; }
 .value { font-size: 1.05rem; }
-.tags, .status, time { color: var(--muted); }
+.tags, .status, .counters, time { color: var(--muted); }
 .transitions { margin: 0; padding-left: 1.4rem; max-height: 18rem; overflow-y: auto; font-size: .85rem; }
 .transitions code { color: var(--accent); }
 `;
@@ -71,16 +71,19 @@ function card(kind, id) {
   const value = el('strong', 'value'), status = el('span', 'status'), tags = el('span', 'tags');
   const state = el('p', 'state');
   state.append('state ', value, ' ', status, ' ', tags);
+  const counters = el('p', 'counters');
   const transitions = el('ol', 'transitions');
-  root.append(head, state, transitions);
+  root.append(head, state, counters, transitions);
   grid.prepend(root);
-  a = { root, value, status, tags, transitions };
+  a = { root, value, status, tags, counters, transitions };
   actors.set(id, a);
   empty.hidden = true;
   return a;
 }
-function show(a, value, tags, status) {
+function show(a, value, tags, status, counters) {
   a.value.textContent = stateText(value);
+  // A kind's counts (a campaign's progress), as text: "total 6 · placed 2 · …".
+  a.counters.textContent = counters ? Object.keys(counters).map((k) => k.replace(/_/g, ' ') + ' ' + counters[k]).join(' \u00b7 ') : '';
   a.root.dataset.state = stateText(value);
   a.root.dataset.status = status;
   a.status.textContent = status === 'active' ? '' : '(' + status + ')';
@@ -110,12 +113,12 @@ function onMessage(msg) {
     empty.hidden = msg.actors.length > 0;
     for (const item of msg.actors) {
       const a = card(item.kind, item.id);
-      show(a, item.value, item.tags, item.status);
+      show(a, item.value, item.tags, item.status, item.counters);
       addTransition(a, item.last_event ? item.last_event.type : '(start)', item.value, Date.parse(item.updated_at));
     }
   } else if (msg.type === '@xstate.snapshot') {
     const a = card(msg.kind, msg.actorId);
-    show(a, msg.snapshot.value, msg.snapshot.tags, msg.snapshot.status);
+    show(a, msg.snapshot.value, msg.snapshot.tags, msg.snapshot.status, msg.snapshot.counters);
     addTransition(a, msg.event ? msg.event.type : '(start)', msg.snapshot.value, msg.at);
     if (msg.snapshot.status !== 'active') pruneFinished();
   }

@@ -4,6 +4,7 @@ import type { Config } from '../config.ts';
 import type { Storage } from '../storage/index.ts';
 import type { Metrics } from '../metrics.ts';
 import type { CallSystem } from '../actors/calls/call-system.ts';
+import type { CampaignSystem } from '../actors/campaigns/campaign-system.ts';
 import type { WebhookOutbox } from '../actors/outbox/webhook-outbox.ts';
 import type { LiveActorSource } from '../actors/runtime/inspection.ts';
 import type { ProviderStatus } from '../actors/agent/providers.ts';
@@ -16,6 +17,8 @@ export interface AppDeps {
   clock: () => number;
   /** The call supervisor: live call actors, concurrency slots, deadlines. */
   calls: CallSystem;
+  /** Batch campaigns: created, launched and cancelled here; their actors run on the calls' runtime. */
+  campaigns: CampaignSystem;
   /** The webhook outbox's worker (the webhook.test endpoint sends through it). */
   webhooks: WebhookOutbox;
   /** The live machine view: the account's live actors and their inspection events, redacted. */

@@ -17,6 +17,7 @@ import { createCallPromptsRepo } from './call-prompts.ts';
 import { createWebhookDeliveriesRepo } from './webhook-deliveries.ts';
 import { createCallAnalysisRepo } from './call-analysis.ts';
 import { createRecordingsRepo } from './recordings.ts';
+import { createCampaignsRepo } from './campaigns.ts';
 import type { SecretBox } from './secret-box.ts';
 
 export function createStorage(db: Db, secrets: SecretBox) {
@@ -39,6 +40,7 @@ export function createStorage(db: Db, secrets: SecretBox) {
     webhookDeliveries: createWebhookDeliveriesRepo(db),
     analysis: createCallAnalysisRepo(db),
     recordings: createRecordingsRepo(db),
+    campaigns: createCampaignsRepo(db, secrets),
   };
 }
 

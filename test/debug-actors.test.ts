@@ -273,9 +273,18 @@ describe('redaction of whatever a publisher hands the hub', () => {
       seq: 2,
       at: 1,
       event,
-      snapshot: { value: { 'in-progress': 'Dana Reyes' }, tags: ['holdsSlot', 'dana@example.com'], status: 'active' },
+      snapshot: { value: { 'in-progress': 'Dana Reyes' }, tags: ['holdsSlot', 'dana@example.com'], status: 'active', counters: { placed: 2, 'Dana Reyes': 3, phone: '+14155550100' as never } },
     });
-    stack.server.inspection.track(c.accountId, { kind: 'call', id: 'call_synthetic', value: { 'in-progress': 'listening' }, tags: ['holdsSlot'], status: 'active', lastEvent: event, updatedAt: 1 });
+    stack.server.inspection.track(c.accountId, {
+      kind: 'call',
+      id: 'call_synthetic',
+      value: { 'in-progress': 'listening' },
+      tags: ['holdsSlot'],
+      status: 'active',
+      lastEvent: event,
+      counters: { ended: 1, 'dana@example.com': 4 },
+      updatedAt: 1,
+    });
     await eventually(() => (viewer.msgs.length >= 3 ? true : undefined), 3000, 'the events');
     const list = await stack.server.request('GET', '/v1/debug/actors', { key: c.key });
     stack.server.inspection.drop(c.accountId, 'call_synthetic');
@@ -309,9 +318,10 @@ describe('redaction of whatever a publisher hands the hub', () => {
         whisper: null,
       });
     }
-    // A state value or tag that is not a name does not show either.
-    expect(viewer.msgs[2].snapshot).toEqual({ value: '[redacted]', tags: ['holdsSlot', '[redacted]'], status: 'active' });
-    expect(list.body.actors[0]).toMatchObject({ value: { 'in-progress': 'listening' }, tags: ['holdsSlot'] });
+    // A state value or tag that is not a name does not show either, nor a count under a name that is not one, nor a count that is not a number.
+    expect(viewer.msgs[2].snapshot).toEqual({ value: '[redacted]', tags: ['holdsSlot', '[redacted]'], status: 'active', counters: { placed: 2 } });
+    expect(list.body.actors[0]).toMatchObject({ value: { 'in-progress': 'listening' }, tags: ['holdsSlot'], counters: { ended: 1 } });
+    expect(Object.keys(list.body.actors[0].counters)).toEqual(['ended']);
     const everything = viewer.raw.join('\n') + list.text;
     for (const n of ['55501', 'Marker', 'Dana', '4242', 'Rex', 'Cleaning', 'dana@']) expect(everything).not.toContain(n);
     viewer.ws.close();

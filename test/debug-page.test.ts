@@ -103,7 +103,7 @@ describe.skipIf(skip)('the /debug page in headless Chromium', () => {
       seq: 1,
       at: Date.now(),
       event: { type: evil },
-      snapshot: { value: { [evil]: evil }, tags: [evil], status: 'active' },
+      snapshot: { value: { [evil]: evil }, tags: [evil], status: 'active', counters: { placed: 2, [evil]: 1 } },
     });
     await page.waitForFunction(() => document.querySelectorAll('section.actor').length === 2, undefined, { timeout: 5000 });
     expect(await page.$('#injected')).toBeNull();

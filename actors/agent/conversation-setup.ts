@@ -68,6 +68,8 @@ export interface SetupInput {
   identity?: { callId: string; agentId: string | null };
   caller: CallerFacts | null;
   callPrompt: string | null;
+  /** The call belongs to a batch campaign: on an answering machine it leaves a message built from `callPrompt`. */
+  campaignCall?: boolean;
   recipientVars?: Record<string, string> | null;
   direction: 'inbound' | 'outbound';
   ttsProvider: 'openai' | 'cartesia';
@@ -148,7 +150,7 @@ export function buildSetup(p: SetupInput): ConversationSetup {
     transfer,
     resume: p.resume ?? null,
     bookings,
-    voicemail: voicemailSetupOf({ direction: p.direction, amdEnabled: p.amdEnabled === true, resumed: !!p.resume, number: p.number }),
+    voicemail: voicemailSetupOf({ direction: p.direction, amdEnabled: p.amdEnabled === true, resumed: !!p.resume, number: p.number, campaignPrompt: p.campaignCall ? p.callPrompt : null }),
     recording: (p.number?.record_call ?? a.record_call) ? a.recording_source : null,
     conversation: {
       // Back after a failed transfer the agent speaks at once: the caller is waiting to hear.
@@ -185,6 +187,7 @@ export function createSetupLoader(deps: SetupLoaderDeps): (call: EngineCall) => 
       caller,
       // Outbound: the call's prompt; inbound: the pre-call gate's custom_prompt/dynamic_vars, if any.
       callPrompt: storage.callPrompts.get(ctx.id),
+      campaignCall: ctx.campaignId !== null,
       direction: ctx.direction,
       amdEnabled: ctx.amdEnabled,
       ttsProvider: deps.ttsProvider,

@@ -1,5 +1,6 @@
-// Which calls the voicemail screen runs on and with what message (only the number's own
-// setting counts), and how the model's structured answer is read.
+// Which calls the voicemail screen runs on and with what message (the number's own
+// setting, or for a batch campaign's call one the model writes from its prompt), and how
+// the model's structured answer is read.
 import { describe, expect, it } from 'vitest';
 import { classifiedVerdict, voicemailSetupOf } from './engine-voicemail.ts';
 
@@ -19,6 +20,17 @@ describe('voicemailSetupOf', () => {
     ['no number row', null],
   ])('hangs up silently when the number’s setting is %s', (_, n) => {
     expect(voicemailSetupOf({ ...outbound, number: n })).toEqual({ message: null });
+  });
+
+  it('leaves a batch campaign’s call a message the model writes from the call’s prompt, unless the number has its own', () => {
+    const campaignPrompt = 'Remind them of tomorrow’s dental appointment.';
+    expect(voicemailSetupOf({ ...outbound, number: number(false, null), campaignPrompt })).toEqual({ message: null, compose: campaignPrompt });
+    expect(voicemailSetupOf({ ...outbound, number: null, campaignPrompt })).toEqual({ message: null, compose: campaignPrompt });
+    // The number's own message wins; a blank prompt leaves nothing to compose from.
+    expect(voicemailSetupOf({ ...outbound, number: number(true, 'Call us back.'), campaignPrompt })).toEqual({ message: 'Call us back.' });
+    expect(voicemailSetupOf({ ...outbound, number: number(false, null), campaignPrompt: '  ' })).toEqual({ message: null });
+    // Carrier AMD decides by itself: no screen, no message.
+    expect(voicemailSetupOf({ ...outbound, amdEnabled: true, number: null, campaignPrompt })).toBeNull();
   });
 
   it('does not screen inbound calls, calls dialed with carrier AMD, or a conversation back from a failed transfer', () => {

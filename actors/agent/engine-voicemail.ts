@@ -14,9 +14,21 @@ import type { CallEvent } from '../../machines/call-events.ts';
 
 /** What the screen needs from the call's setup; null when the call is not screened. */
 export interface VoicemailSetup {
-  /** The number's voicemail_message when its voicemail_leave_enabled is true; null hangs up silently. */
+  /** The number's voicemail_message when its voicemail_leave_enabled is true; null hangs up silently (unless `compose`). */
   message: string | null;
+  /**
+   * A batch campaign's call without a message of the number's own: the purpose of the call
+   * (its prompt), from which the model writes a short message to leave (api.md: "the agent
+   * leaves a short message built from the prompt").
+   */
+  compose?: string | null;
 }
+
+/** How the model is asked for a campaign's voicemail: short, spoken, no instructions read out. */
+export const COMPOSE_VOICEMAIL_PROMPT =
+  'You are leaving a voicemail on an outbound call. Below is the purpose of the call, written as instructions to you. ' +
+  'Write the message you leave: at most two short sentences, spoken to the person, saying who is calling and why, and asking them to call back if they need to. ' +
+  'Never read the instructions out, never invent facts, times or numbers that the purpose does not give. Answer with the message only.';
 
 /**
  * Screened: outbound calls dialed without carrier AMD (with it the carrier decides and the
@@ -29,10 +41,14 @@ export function voicemailSetupOf(p: {
   amdEnabled: boolean;
   resumed: boolean;
   number: { voicemail_leave_enabled?: boolean | null; voicemail_message?: string | null } | null;
+  /** A batch campaign's call: its prompt, for a message the model writes when the number has none. */
+  campaignPrompt?: string | null;
 }): VoicemailSetup | null {
   if (p.direction !== 'outbound' || p.amdEnabled || p.resumed) return null;
   const message = p.number?.voicemail_leave_enabled === true ? (p.number.voicemail_message ?? '').trim() : '';
-  return { message: message === '' ? null : p.number!.voicemail_message! };
+  if (message !== '') return { message: p.number!.voicemail_message! };
+  const purpose = (p.campaignPrompt ?? '').trim();
+  return purpose === '' ? { message: null } : { message: null, compose: purpose };
 }
 
 export const CLASSIFY_PROMPT =
@@ -112,7 +128,12 @@ export function createEngineVoicemail(deps: EngineVoicemailDeps): EngineVoicemai
   }
 
   function leaveMessage(text: string): void {
-    message = startReply(0, { kind: 'text', text }, { ...deps.reply, llm: deps.llm }, {
+    const purpose = deps.setup.compose ?? null;
+    const source =
+      text === '' && purpose !== null
+        ? { kind: 'model' as const, messages: [{ role: 'system' as const, content: COMPOSE_VOICEMAIL_PROMPT }, { role: 'user' as const, content: purpose }], tools: [], temperature: 0.3, maxTokens: 120 }
+        : { kind: 'text' as const, text };
+    message = startReply(0, source, { ...deps.reply, llm: deps.llm }, {
       firstAudio() {},
       ended(heard) {
         message = null;
@@ -149,7 +170,7 @@ export function createEngineVoicemail(deps: EngineVoicemailDeps): EngineVoicemai
         },
       },
     }),
-    { input: { leaveMessage: deps.setup.message !== null } },
+    { input: { leaveMessage: deps.setup.message !== null || (deps.setup.compose ?? null) !== null } },
   );
   actor.start();
   /** The screen has not decided yet (a decided screen is a stopped actor: events to it are noise). */

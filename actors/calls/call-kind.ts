@@ -71,7 +71,13 @@ export interface CallKindDeps {
    * Inside the commit in which the call's row first gets its end (ended_at): what must be
    * committed with the end (the post-call analysis job, which sends call.completed).
    */
-  ended?(internalId: string, accountId: string, now: number): void;
+  ended?(internalId: string, accountId: string, now: number, end: CallEnd): void;
+}
+
+/** What a call's end tells those who wait for it, beyond its row. */
+export interface CallEnd {
+  /** Its dial's answer was lost and the carrier has no such call: it was never placed (machines/call.ts endNotPlaced). */
+  neverPlaced: boolean;
 }
 
 export function callKind(deps: CallKindDeps): ActorKind<typeof callMachine> {
@@ -91,7 +97,7 @@ export function callKind(deps: CallKindDeps): ActorKind<typeof callMachine> {
         const ends = deps.ended !== undefined && row.endedAt !== null && (w.first || storage.calls.getByInternalId(ctx.id)?.ended_at == null);
         storage.calls.save(row, w.first ? deps.takeMediaToken(ctx.id) : null);
         if (connects) deps.connected!(ctx.id, w.now);
-        if (ends) deps.ended!(ctx.id, ctx.accountId, w.now);
+        if (ends) deps.ended!(ctx.id, ctx.accountId, w.now, { neverPlaced: ctx.carrierError?.['outcome'] === 'not_placed' });
       }
       // The per-call prompt lives only while the call is queued or live.
       if (snap.hasTag(CALL_TAGS.finished)) storage.callPrompts.erase(ctx.id);
@@ -128,7 +134,7 @@ export function callKind(deps: CallKindDeps): ActorKind<typeof callMachine> {
         chargedMinutes: 0,
       });
       storage.callPrompts.erase(actorId);
-      deps.ended?.(actorId, accountId, now);
+      deps.ended?.(actorId, accountId, now, { neverPlaced: false });
     },
   };
 }

@@ -13,7 +13,7 @@ import type { MediaBindings } from '../../voice/media/bindings.ts';
 import { callEffects } from './call-effects.ts';
 import { transferEffects } from './transfer-effects.ts';
 import { createCarrierTransfers } from './carrier-transfers.ts';
-import { callKind, callRowOf, publicIdOf } from './call-kind.ts';
+import { callKind, callRowOf, publicIdOf, type CallEnd } from './call-kind.ts';
 import { createCarrierVoices, type CarrierVoices } from './carrier-voices.ts';
 import { createConcurrency, type Concurrency } from '../runtime/concurrency.ts';
 import { createScheduler, type Scheduler } from '../runtime/scheduler.ts';
@@ -27,7 +27,7 @@ import type { RedactedEvent } from '../runtime/inspection.ts';
 
 export interface CallSystemDeps {
   storage: Storage;
-  config: Pick<Config, 'publicBaseUrl' | 'twilioApiBase' | 'telnyxApiBase'> & Partial<Pick<Config, 'callStartedDelayMs'>>;
+  config: Pick<Config, 'publicBaseUrl' | 'twilioApiBase' | 'telnyxApiBase'> & Partial<Pick<Config, 'callStartedDelayMs' | 'schedulerIntervalMs'>>;
   clock: () => number;
   log: Logger;
   metrics: Metrics;
@@ -114,6 +114,14 @@ export function createCallSystem(deps: CallSystemDeps) {
   const schedulePostCall = (id: string, accountId: string, now: number): boolean =>
     storage.analysis.schedule({ internalId: id, accountId, dueAt: now + POST_CALL_SETTLE_MS, now });
 
+  /** What kinds above calls commit with a call's end (a batch campaign: its recipient's state, its news of the end). */
+  const endListeners: ((id: string, accountId: string, now: number, end: CallEnd) => void)[] = [];
+  /** Inside the transaction that ends a call's row, whichever way it ends. */
+  function commitEnd(id: string, accountId: string, now: number, end: CallEnd): void {
+    schedulePostCall(id, accountId, now);
+    for (const listener of endListeners) listener(id, accountId, now, end);
+  }
+
   /** The call's transition threw: its carrier leg is hung up and it is recorded failed. */
   function crashed(ctx: CallContext): void {
     concurrency.release(ctx.accountId, ctx.id);
@@ -125,7 +133,7 @@ export function createCallSystem(deps: CallSystemDeps) {
         const row = callRowOf(ctx, now);
         if (row.endedAt === null && !discarded.has(ctx.id)) {
           storage.calls.save({ ...row, callStatus: ctx.startedAt !== null ? 'completed' : 'failed', endedReason: 'failed', endedAt: now, durationMs: ctx.startedAt !== null ? now - ctx.startedAt : 0 });
-          schedulePostCall(ctx.id, ctx.accountId, now);
+          commitEnd(ctx.id, ctx.accountId, now, { neverPlaced: false });
         }
         storage.snapshots.markDone(ctx.accountId, ctx.id, now);
         storage.deadlines.cancelAll(ctx.id);
@@ -171,7 +179,7 @@ export function createCallSystem(deps: CallSystemDeps) {
       // call.started is an outbox row committed with the connect, due CALL_STARTED_DELAY_MS later.
       connected: (id, now) => void enqueueCallStarted(storage, id, now, deps.config.callStartedDelayMs ?? 2000),
       // The post-call analysis is a job committed with the end; it sends call.completed (actors/post-call/call-analysis.ts).
-      ended: (id, accountId, now) => void schedulePostCall(id, accountId, now),
+      ended: commitEnd,
       settled: (snap, live) => {
         const ctx = snap.context;
         if (live) {
@@ -187,6 +195,7 @@ export function createCallSystem(deps: CallSystemDeps) {
     log,
     deliver: (row, now) => supervisor.deliverDeadline(row, now),
     isGone: (actorId) => !supervisor.isLive(actorId),
+    maxSleepMs: deps.config.schedulerIntervalMs,
   });
 
   function forgetIfDone(id: string, ctx: CallContext | null): void {
@@ -249,6 +258,14 @@ export function createCallSystem(deps: CallSystemDeps) {
       }
     },
     send,
+    /**
+     * Adds writes to the transaction that ends every call's row (its last commit, or the
+     * record of a call that crashed or could not be restored). They must not throw but for
+     * a database failure, which rolls the end back (it is retried like any commit).
+     */
+    onCallEnded(listener: (internalId: string, accountId: string, now: number, end: CallEnd) => void): void {
+      endListeners.push(listener);
+    },
     /** Resolves once the call's dial has an outcome: accepted, rejected or unknown. */
     dialOutcome(id: string): Promise<DialOutcome> {
       return new Promise((resolve) => {

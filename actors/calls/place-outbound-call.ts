@@ -16,6 +16,7 @@ import type { PhoneNumberRow } from '../../storage/phone-numbers.ts';
 import type { Storage } from '../../storage/index.ts';
 import { newPrefixedId } from '../../storage/ids.ts';
 import type { CallInput } from '../../machines/call-events.ts';
+import type { PLACEMENT_REFUSALS } from '../../machines/batch-campaign-events.ts';
 import { fillPrompt } from '../../voice/conversation/fill-prompt.ts';
 import type { CallSystem } from './call-system.ts';
 
@@ -29,12 +30,17 @@ export interface OutboundRequest {
   prompt: string;
   dynamicVars?: Readonly<Record<string, string>> | undefined;
   campaignId?: string | null | undefined;
+  /**
+   * The call's id, chosen by a caller that must recognise its own call after a restart (a
+   * campaign derives it from its placing intent); a fresh random id otherwise.
+   */
+  callId?: string | undefined;
 }
 
 /** Why a call was not placed at all: nothing was written. `field` names the request's field at fault. */
 export type PlacementRefusal = {
   kind: 'refused';
-  code: 'agent_not_found' | 'agent_inactive' | 'from_number_not_found' | 'agent_missing_phone_number' | 'agent_missing_carrier_credentials';
+  code: (typeof PLACEMENT_REFUSALS)[number];
   field: 'agent_id' | 'from_number';
   message: string;
 };
@@ -111,7 +117,7 @@ export async function placeOutboundCall(deps: OutboundPlacerDeps, req: OutboundR
   if (credentials) return credentials;
 
   const prompt = fillPrompt(req.prompt, req.dynamicVars ?? {});
-  const callId = newPrefixedId('call');
+  const callId = req.callId ?? newPrefixedId('call');
   const input: CallInput = {
     id: callId,
     accountId: req.accountId,

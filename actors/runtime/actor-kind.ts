@@ -83,6 +83,11 @@ export interface ActorKind<TMachine extends AnyStateMachine = AnyStateMachine> {
   restoreOrder?(snapshot: SnapshotFrom<TMachine>): number;
   /** Re-derives in-memory state (slots, queues) of a restored actor, in `restoreOrder`. */
   adopt?(snapshot: SnapshotFrom<TMachine>): void;
+  /**
+   * Counts the live machine view shows beside the state (a campaign's progress): numbers
+   * only, under names the code chose; never personal data.
+   */
+  counters?(snapshot: SnapshotFrom<TMachine>): Record<string, number>;
   /** Events to deliver to a restored actor once every actor is back (e.g. RESTORED). */
   onRestore?(snapshot: SnapshotFrom<TMachine>, now: number): { type: string }[];
   /**

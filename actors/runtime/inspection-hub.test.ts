@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { callEventSchema } from '../../machines/call-events.ts';
+import { campaignEventSchema } from '../../machines/batch-campaign-events.ts';
 import { createInspectionHub, REDACTED, redactEvent } from './inspection-hub.ts';
 
 const redact = (e: { type: string } & Record<string, unknown>) => redactEvent('call', e);
@@ -78,10 +79,13 @@ function bare(s: z.ZodType): z.ZodType {
 // What each kind of field of a call event must show as. Numbers and booleans must be
 // listed on purpose (a new one fails here until someone decides); free strings, objects
 // and records are redacted whatever they are called; enumerations show all their words.
-const SHOWN_STRINGS = new Set(['carrierCallId', 'legId']);
+const SHOWN_STRINGS = new Set(['carrierCallId', 'legId', 'callId']);
 
-describe('every field of every call event', () => {
-  const options = (callEventSchema as unknown as { options: z.ZodObject[] }).options;
+describe.each([
+  ['call', callEventSchema],
+  ['batch campaign', campaignEventSchema],
+])('every field of every %s event', (_kind, schema) => {
+  const options = (schema as unknown as { options: z.ZodObject[] }).options;
 
   it.each(options.map((o) => [(o.shape['type'] as z.ZodLiteral<string>).value, o] as const))('%s', (type, option) => {
     for (const [key, field] of Object.entries(option.shape)) {

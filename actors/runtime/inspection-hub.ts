@@ -10,6 +10,7 @@
 // viewer whose backlog is too large).
 import { CALL_STATUSES, ENDED_REASONS, HANGUP_REASONS } from '../../machines/call-events.ts';
 import { TRANSFER_FAILURES, TRANSFER_MODES } from '../../machines/transfer-events.ts';
+import { CAMPAIGN_REFUSALS, RECIPIENT_ENDINGS } from '../../machines/batch-campaign-events.ts';
 import type { ActorView, InspectionEvent, LiveActorSource, RedactedEvent } from './inspection.ts';
 
 // ---------------------------------------------------------------------------------------
@@ -70,7 +71,7 @@ const FIELDS = new Map<string, Check>([
   ['status', oneOf(CALL_STATUSES)],
   ['carrierStatus', oneOf(CARRIER_STATUSES)],
   ['hangupSource', oneOf(['caller', 'callee', 'unknown'])],
-  ['reason', oneOf(ENDED_REASONS, HANGUP_REASONS, TRANSFER_FAILURES)],
+  ['reason', oneOf(ENDED_REASONS, HANGUP_REASONS, TRANSFER_FAILURES, ['no_slot', 'window_closed'])],
   ['result', oneOf(['human', 'machine', 'fax', 'unknown'])],
   ['mode', oneOf(TRANSFER_MODES)],
   ['speaker', oneOf(['agent', 'caller'])],
@@ -82,6 +83,14 @@ const FIELDS = new Map<string, Check>([
   // The carrier's ids, shown so a developer can find the call in the carrier's console.
   ['carrierCallId', isCarrierId],
   ['legId', isCarrierId],
+  // A batch campaign's events (machines/batch-campaign-events.ts): a recipient's place in
+  // the dial order, the call placed for it (our call_… id), how its placing and its call
+  // went, and the calls kind's refusal code. Never the recipient's number or variables.
+  ['seq', isNumber],
+  ['callId', isCarrierId],
+  ['outcome', oneOf(['accepted', 'queued', 'rejected', 'unknown'])],
+  ['ending', oneOf(RECIPIENT_ENDINGS)],
+  ['code', oneOf(CAMPAIGN_REFUSALS)],
 ]);
 
 /** An event type (`CARRIER.ENDED`, `xstate.init`) or a state name or tag (`in-progress`, `holdsSlot`). */
@@ -110,6 +119,14 @@ function isStateValue(v: unknown, depth = 0): boolean {
 const redactState = (v: unknown): unknown => (isStateValue(v) ? v : REDACTED);
 const redactTags = (tags: readonly string[]): string[] => tags.map((t) => (typeof t === 'string' && STATE_NAME.test(t) ? t : REDACTED));
 const redactStatus = (s: string): string => (typeof s === 'string' && STATE_NAME.test(s) ? s : REDACTED);
+/** A kind's counts: finite numbers under names that read as names; anything else is left out. */
+export function redactCounters(counters: Record<string, unknown> | null | undefined): Record<string, number> | null {
+  if (counters === null || counters === undefined || typeof counters !== 'object') return null;
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(counters)) if (COUNTER_NAME.test(k) && typeof v === 'number' && Number.isFinite(v)) out[k] = v;
+  return out;
+}
+const COUNTER_NAME = /^[a-z][a-z_]{0,39}$/;
 
 // ---------------------------------------------------------------------------------------
 // The hub.
@@ -160,7 +177,7 @@ export function createInspectionHub(): InspectionHub {
             seq: e.seq,
             at: e.at,
             event: e.event ? redactEvent(e.kind, e.event) : null,
-            snapshot: { value: redactState(e.snapshot.value), tags: redactTags(e.snapshot.tags), status: redactStatus(e.snapshot.status) },
+            snapshot: { value: redactState(e.snapshot.value), tags: redactTags(e.snapshot.tags), status: redactStatus(e.snapshot.status), counters: redactCounters(e.snapshot.counters) },
           };
     for (const listener of a.listeners) {
       try {
@@ -191,6 +208,7 @@ export function createInspectionHub(): InspectionHub {
         tags: redactTags(v.tags),
         status: redactStatus(v.status),
         lastEvent: v.lastEvent ? redactEvent(v.kind, v.lastEvent) : null,
+        counters: redactCounters(v.counters),
       }));
     },
     subscribe(accountId, listener) {

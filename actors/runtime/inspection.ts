@@ -16,6 +16,8 @@ export interface ActorView {
   status: string;
   /** The last event the actor took, redacted; null for a fresh actor. */
   lastEvent: RedactedEvent | null;
+  /** The kind's counts (a campaign's progress); null for kinds that show none. */
+  counters: Record<string, number> | null;
   /** Epoch ms of the last transition. */
   updatedAt: number;
 }
@@ -41,7 +43,7 @@ export type InspectionEvent =
       at: number;
       /** The event that led here (redacted); null for an actor's first snapshot. */
       event: RedactedEvent | null;
-      snapshot: { value: unknown; tags: string[]; status: string };
+      snapshot: { value: unknown; tags: string[]; status: string; counters: Record<string, number> | null };
     };
 
 /** What the supervisor offers the debug routes. Everything is scoped to one account. */

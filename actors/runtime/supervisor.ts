@@ -76,6 +76,7 @@ export function createSupervisor(deps: SupervisorDeps) {
       tags: [...entry.snapshot.tags].sort(),
       status: entry.snapshot.status,
       lastEvent: entry.lastEvent ? redact(entry.kind.kind, entry.lastEvent) : null,
+      counters: entry.kind.counters?.(entry.snapshot) ?? null,
       updatedAt: entry.updatedAt,
     };
   }
@@ -95,7 +96,7 @@ export function createSupervisor(deps: SupervisorDeps) {
         seq: ++inspectSeq,
         at,
         event: redacted,
-        snapshot: { value: entry.snapshot.value, tags: [...entry.snapshot.tags].sort(), status: entry.snapshot.status },
+        snapshot: { value: entry.snapshot.value, tags: [...entry.snapshot.tags].sort(), status: entry.snapshot.status, counters: entry.kind.counters?.(entry.snapshot) ?? null },
       });
       if (entry.snapshot.status === 'active') sink.track(entry.accountId, viewOf(entry));
       else sink.drop(entry.accountId, entry.id);
@@ -218,7 +219,7 @@ export function createSupervisor(deps: SupervisorDeps) {
         seq: ++inspectSeq,
         at: clock(),
         event: null,
-        snapshot: { value: snap.value, tags: [...snap.tags].sort(), status: 'error' },
+        snapshot: { value: snap.value, tags: [...snap.tags].sort(), status: 'error', counters: null },
       });
       deps.inspection?.drop(entry.accountId, entry.id);
     } catch {

@@ -29,6 +29,14 @@ export const actorListItemSchema = z.object({
   tags: z.array(z.string()).meta({ description: 'The state’s tags, sorted.' }),
   status: z.enum(['active', 'done', 'error', 'stopped']).meta({ description: 'XState’s actor status; the list holds live (`active`) actors.' }),
   last_event: redactedEvent.nullable().meta({ description: 'The last event the actor took (redacted); null for an actor that has taken none since it started.' }),
+  counters: z
+    .record(z.string(), z.number())
+    .nullable()
+    .meta({
+      description:
+        'The kind’s counts, null for kinds that show none (calls). A batch campaign: `total` recipients, `waiting` (not yet placed), `placing` (being placed now), ' +
+        '`placed` (calls placed) and `ended` (calls ended), `in_use` (calls of the campaign up or being placed) against `max_concurrent`.',
+    }),
   updated_at: z.string().meta({ format: 'date-time', description: 'When the actor last changed.' }),
 });
 
@@ -41,6 +49,7 @@ export const actorListItem = (v: ActorView): ActorListItem => ({
   tags: v.tags,
   status: v.status as ActorListItem['status'],
   last_event: v.lastEvent,
+  counters: v.counters,
   updated_at: isoTime(v.updatedAt),
 });
 

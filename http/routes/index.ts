@@ -16,9 +16,10 @@ import { carrierTwilioRecordingRoutes } from './carrier-twilio-recording.ts';
 import { carrierTelnyxRoutes } from './carrier-telnyx.ts';
 import { debugRoutes } from './debug.ts';
 import { recordingRoutes } from './recordings.ts';
+import { batchCampaignRoutes } from './batch-campaigns.ts';
 
 export function allRoutes(deps: AppDeps): RouteDef<any, any>[] {
   const routes: RouteDef<any, any>[] = [];
-  routes.push(...keyRoutes(deps), ...accountRoutes(deps), ...phoneNumberRoutes(deps), ...callerRoutes(deps), ...agentRoutes(deps), ...voiceRoutes(), ...integrationRoutes(deps), ...callRoutes(deps), ...carrierTwilioRoutes(deps), ...carrierTwilioTransferRoutes(deps), ...carrierTwilioRecordingRoutes(deps), ...carrierTelnyxRoutes(deps), ...debugRoutes(deps), ...recordingRoutes(deps), ...systemRoutes(deps, () => routes));
+  routes.push(...keyRoutes(deps), ...accountRoutes(deps), ...phoneNumberRoutes(deps), ...callerRoutes(deps), ...agentRoutes(deps), ...voiceRoutes(), ...integrationRoutes(deps), ...callRoutes(deps), ...batchCampaignRoutes(deps), ...carrierTwilioRoutes(deps), ...carrierTwilioTransferRoutes(deps), ...carrierTwilioRecordingRoutes(deps), ...carrierTelnyxRoutes(deps), ...debugRoutes(deps), ...recordingRoutes(deps), ...systemRoutes(deps, () => routes));
   return routes;
 }

@@ -10,6 +10,7 @@ import { precall } from './007-precall.ts';
 import { bookingConfirmation } from './008-booking-confirmation.ts';
 import { recordings } from './009-recordings.ts';
 import { crmDeliveries } from './010-crm-deliveries.ts';
+import { batchCampaigns } from './011-batch-campaigns.ts';
 
 export interface Migration {
   version: number;
@@ -17,4 +18,4 @@ export interface Migration {
   sql: string;
 }
 
-export const migrations: Migration[] = [foundation, configuration, calls, durableRuntime, webhookOutbox, callAnalysis, precall, bookingConfirmation, recordings, crmDeliveries];
+export const migrations: Migration[] = [foundation, configuration, calls, durableRuntime, webhookOutbox, callAnalysis, precall, bookingConfirmation, recordings, crmDeliveries, batchCampaigns];
