@@ -22,13 +22,15 @@ describe('voicemailSetupOf', () => {
     expect(voicemailSetupOf({ ...outbound, number: n })).toEqual({ message: null });
   });
 
-  it('leaves a batch campaign’s call a message the model writes from the call’s prompt, unless the number has its own', () => {
+  it('leaves a batch campaign’s call a message the model writes from the call’s prompt, unless the number has its own or says false', () => {
     const campaignPrompt = 'Remind them of tomorrow’s dental appointment.';
-    expect(voicemailSetupOf({ ...outbound, number: number(false, null), campaignPrompt })).toEqual({ message: null, compose: campaignPrompt });
+    expect(voicemailSetupOf({ ...outbound, number: number(null, null), campaignPrompt })).toEqual({ message: null, compose: campaignPrompt });
     expect(voicemailSetupOf({ ...outbound, number: null, campaignPrompt })).toEqual({ message: null, compose: campaignPrompt });
+    // Set to false on purpose: silent, campaign or not.
+    expect(voicemailSetupOf({ ...outbound, number: number(false, null), campaignPrompt })).toEqual({ message: null });
     // The number's own message wins; a blank prompt leaves nothing to compose from.
     expect(voicemailSetupOf({ ...outbound, number: number(true, 'Call us back.'), campaignPrompt })).toEqual({ message: 'Call us back.' });
-    expect(voicemailSetupOf({ ...outbound, number: number(false, null), campaignPrompt: '  ' })).toEqual({ message: null });
+    expect(voicemailSetupOf({ ...outbound, number: number(null, null), campaignPrompt: '  ' })).toEqual({ message: null });
     // Carrier AMD decides by itself: no screen, no message.
     expect(voicemailSetupOf({ ...outbound, amdEnabled: true, number: null, campaignPrompt })).toBeNull();
   });

@@ -47,6 +47,9 @@ export function voicemailSetupOf(p: {
   if (p.direction !== 'outbound' || p.amdEnabled || p.resumed) return null;
   const message = p.number?.voicemail_leave_enabled === true ? (p.number.voicemail_message ?? '').trim() : '';
   if (message !== '') return { message: p.number!.voicemail_message! };
+  // A number set to false on purpose stays silent, campaign or not; unset (null), a
+  // campaign's call leaves the message api.md's batch behaviour promises.
+  if (p.number?.voicemail_leave_enabled === false) return { message: null };
   const purpose = (p.campaignPrompt ?? '').trim();
   return purpose === '' ? { message: null } : { message: null, compose: purpose };
 }
