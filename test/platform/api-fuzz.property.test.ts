@@ -530,10 +530,13 @@ const paramValueArb = (name: string): fc.Arbitrary<ParamValue> =>
   );
 
 /**
- * Over-long segments stay under 64 KiB of request head: past it, uWS resets a kept-alive
- * connection without an answer (reported; FUZZ_STRICT=1 sends them anyway).
+ * Over-long segments keep the request head under 4 KiB: the pinned uWS drops, without an
+ * answer, a head past about 4 KiB that reaches it in more than one read (on loopback only
+ * when a loaded machine splits it, behind a packet's size on a real network), and resets a
+ * kept-alive connection past 64 KiB (both in the README's limitations; FUZZ_STRICT=1 sends
+ * longer ones anyway).
  */
-const LONG_SEGMENTS = STRICT ? [256, 4096, 16_384, 60_000, 65_536, 131_072] : [256, 4096, 16_384, 60_000];
+const LONG_SEGMENTS = STRICT ? [256, 2048, 4096, 16_384, 60_000, 65_536, 131_072] : [256, 1024, 2048];
 const pathMutationArb: fc.Arbitrary<PathMutation> = fc.oneof(
   fc.record({ kind: fc.constant('emptySegment' as const), at: fc.nat() }),
   fc.record({ kind: fc.constant('dotSegment' as const), at: fc.nat(), segment: fc.constantFrom('.', '..', '%2e', '%2E', '%2e%2e', '.%2e', '%2E.', '%2E%2E') }),
