@@ -183,6 +183,28 @@ describe('lost answers and restarts: checked, never sent twice', () => {
     expect(c.ctx.restored).toBe(false);
   });
 
+  it('restored while placing, the request then answered (carrier B resends inside its window): the carrier is asked, not waited on', () => {
+    // The target may have answered while the process was down: its webhooks went nowhere.
+    const c = transferring('telnyx', 'cold');
+    c.restart(T0 + 24_000);
+    c.settle('placeTransfer', { type: 'TRANSFER.PLACED', at: T0 + 24_100, attempt: 1 });
+    expect(c.value).toEqual({ 'in-progress': { transferring: 'checking' } });
+    expect(c.pending('checkTransfer')).toHaveLength(1);
+    // The carrier's log has the bridge, at T0+21 s while we were down: the handoff is then.
+    c.settle('checkTransfer', { type: 'TRANSFER.CONNECTED', at: T0 + 21_000, attempt: 1 });
+    expectTransferred(c, T0 + 21_000);
+    expect(c.issued.placeTransfer).toBe(1);
+
+    // Still ringing: waited on as usual, the answer's webhook reaching the live process.
+    const ringing = transferring('telnyx', 'cold');
+    ringing.restart(T0 + 24_000);
+    ringing.settle('placeTransfer', { type: 'TRANSFER.PLACED', at: T0 + 24_100, attempt: 1 });
+    ringing.settle('checkTransfer', { type: 'TRANSFER.PLACED', at: T0 + 24_300, attempt: 1, legId: 'v3:leg' });
+    expect(ringing.value).toEqual({ 'in-progress': { transferring: 'waiting' } });
+    ringing.send({ type: 'TRANSFER.CONNECTED', at: T0 + 27_000, attempt: 1 });
+    expectTransferred(ringing, T0 + 27_000);
+  });
+
   it('restored while waiting: the carrier is asked; the target answering then is still the handoff', () => {
     const c = transferring('twilio', 'warm');
     c.settle('placeTransfer', { type: 'TRANSFER.PLACED', at: T0 + 20_300, attempt: 1 });

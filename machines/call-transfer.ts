@@ -67,6 +67,15 @@ export function isCurrentTransfer(ctx: CallContext, event: CallEvent): boolean {
   return t !== null && t.outcome === 'pending' && 'attempt' in event && (event as TransferEvent).attempt === t.attempt;
 }
 
+/**
+ * The current transfer's request was answered after a restart (resent inside carrier B's
+ * command_id window, or first sent then): the carrier's "ok" says nothing of what the
+ * target did meanwhile, and the webhooks that said it went to the process that died.
+ */
+export function placedAfterRestart(ctx: CallContext, event: CallEvent): boolean {
+  return isCurrentTransfer(ctx, event) && ctx.transfer!.mediaLost;
+}
+
 /** Carrier B warm transfers whisper to the new leg themselves, then bridge it. */
 export function whispersItself(ctx: CallContext): boolean {
   return ctx.provider === 'telnyx' && ctx.transfer?.mode === 'warm';
@@ -138,7 +147,7 @@ const isTimer = (name: string) => ({ event }: { event: CallEvent }) => event.typ
  * (call.ts setup): effects `placeTransfer`, `checkTransfer`, `whisperTransfer`,
  * `bridgeTransfer`, `releaseMedia`, `dropTransferLeg`; updates `recordTransferLeg`, `markTransferMediaLost`,
  * `failTransfer`, `endTransferred`, `requestHangup`; guards `currentTransfer`,
- * `answeredForWhisper`, `failedWithoutMedia`.
+ * `placedAfterRestart`, `answeredForWhisper`, `failedWithoutMedia`.
  */
 export function transferringState({ timer, cancel }: DeadlineActions) {
   const step = (ms: number) => ({ entry: timer('transfer', ms), exit: cancel('transfer') });
@@ -153,12 +162,17 @@ export function transferringState({ timer, cancel }: DeadlineActions) {
     initial: 'placing',
     states: {
       // The request's intent is committed and goes out now. After a restart it is resumed
-      // by the supervisor (sent if it never was, checked if it may have been): no second request.
+      // by the supervisor (sent if it never was, checked if it may have been): no second
+      // request. Its answer after a restart is no word on the target (who may have answered
+      // while the process was down, its webhooks lost): the carrier is asked, not waited on.
       placing: {
         entry: [intent('placeTransfer'), step(TRANSFER_LIVENESS.placeMs).entry],
         exit: step(TRANSFER_LIVENESS.placeMs).exit,
         on: {
-          'TRANSFER.PLACED': { guard: 'currentTransfer', target: 'waiting', actions: 'recordTransferLeg' },
+          'TRANSFER.PLACED': [
+            { guard: 'placedAfterRestart', target: 'checking', actions: 'recordTransferLeg' },
+            { guard: 'currentTransfer', target: 'waiting', actions: 'recordTransferLeg' },
+          ],
           'TRANSFER.UNKNOWN': { guard: 'currentTransfer', target: 'checking' },
           'TRANSFER.ANSWERED': answered,
           RESTORED: { actions: 'markTransferMediaLost' },

@@ -14,7 +14,7 @@
 import { assign, setup, type SnapshotFrom } from 'xstate';
 import { FINAL_CALL_STATUSES, type CallEvent, type CallInput, type FinalCallStatus, type HangupReason } from './call-events.ts';
 import { finalValues, type CallContext, type Ending, type ServiceHangupReason } from './call-outcome.ts';
-import { beginTransfer, failTransfer, handoff, isCurrentTransfer, markMediaLost, recordLeg, transferringState, whispersItself, type TransferIntent } from './call-transfer.ts';
+import { beginTransfer, failTransfer, handoff, isCurrentTransfer, markMediaLost, placedAfterRestart, recordLeg, transferringState, whispersItself, type TransferIntent } from './call-transfer.ts';
 
 export { callRecordOf, chargedMinutes, type CallContext, type CallRecordFields, type ServiceHangupReason } from './call-outcome.ts';
 
@@ -262,6 +262,7 @@ export const callMachine = setup({
     goneAt: ({ event }) => event.type === 'RECONCILED' && event.carrierStatus === 'unknown' && event.endedAt !== undefined,
     carrierSaysAnswered: ({ event }) => (event.type === 'RECONCILED' || event.type === 'DIAL.FOUND') && event.answered === true,
     currentTransfer: ({ context, event }) => isCurrentTransfer(context, event),
+    placedAfterRestart: ({ context, event }) => placedAfterRestart(context, event),
     answeredForWhisper: ({ context, event }) => isCurrentTransfer(context, event) && whispersItself(context),
     /** The transfer failed after a restart killed the caller's media, and nothing opens it again: hang up. */
     failedWithoutMedia: ({ context, event }) =>

@@ -53,7 +53,7 @@ export type SimMatch<Body = unknown> =
  * - `dial`: the request that places a call (carrier A `POST …/Calls.json`, carrier B `POST /v2/calls`);
  * - `hangup`: the request that ends one (carrier A `POST …/Calls/{Sid}.json`, carrier B `…/actions/hangup`);
  * - `lookup`: the reads of calls (carrier A `GET …/Calls.json` and `…/Calls/{Sid}.json`,
- *   carrier B `GET /v2/calls/{id}` and `GET /v2/connections/{id}/active_calls`).
+ *   carrier B `GET /v2/calls/{id}`, `GET /v2/connections/{id}/active_calls` and `GET /v2/call_events`).
  */
 export type SimEndpoint = 'dial' | 'hangup' | 'lookup';
 

@@ -33,7 +33,13 @@
 //   a new one; a repeated call command within it is a no-op;
 // - an ended call's record (`GET /v2/calls/{id}`) is kept RECORD_RETENTION_MS (10 min)
 //   after the end, then 404 (`expire(id)` forgets one at once);
-// - `GET /v2/connections/{id}/active_calls` lists the calls not yet ended, cursor-paged.
+// - `GET /v2/connections/{id}/active_calls` lists the calls not yet ended, cursor-paged;
+// - `GET /v2/call_events` (the carrier's "List call events", under Debugging) is its log of
+//   every webhook it sent, delivered or not (a dead receiver loses the webhook, never the
+//   log entry): by `filter[leg_id]` (or `filter[call_leg_id]`) or `filter[application_session_id]`
+//   (or `filter[call_session_id]`), `filter[name]`, `filter[type]`; page-numbered
+//   (`page[number]`, `page[size]` 1–250, default 20); without a leg or session filter, the
+//   last 24 hours only.
 
 import { simHex, simRecordingMp3, simRecordingReady } from './sim-recording.ts';
 import type { FarEndAudio } from './far-end-playback.ts';
@@ -78,6 +84,8 @@ export interface SimCall {
   /** Every command received for this call, in order (duplicates by command_id included), at sim time `at`. */
   commands: { action: string; body: Record<string, unknown>; at: number; deduplicated: boolean }[];
   webhooks: SimWebhook[];
+  /** The carrier's log of this leg (`GET /v2/call_events`): every webhook it sent, when it happened, delivered or not. */
+  log: SimCallEvent[];
   media: TelnyxMediaClient | null;
   /** Forgotten by the carrier (GET answers 404), as after its ~10-minute retention. */
   expired: boolean;
@@ -92,6 +100,16 @@ export interface SimCall {
   transferLeg: string | null;
   /** The recording `record_start` began; its file and `call.recording.saved` come after the hang-up. */
   recording: { id: string; startedAt: number; mp3: Uint8Array | null; downloads: number } | null;
+}
+
+/** One entry of the carrier's log of a leg: a webhook it sent (or tried to). */
+export interface SimCallEvent {
+  name: string;
+  type: 'webhook';
+  /** ISO 8601, the webhook's own occurred_at. */
+  occurredAt: string;
+  /** Null while the delivery is under way. */
+  failed: boolean | null;
 }
 
 /** One webhook delivery, recorded once the receiver answered (or failed to). */
@@ -337,6 +355,7 @@ export class TelnyxCalls {
       { method: 'POST', pattern: /^\/v2\/calls$/, handle: (ctx) => this.dial(ctx) },
       { method: 'GET', pattern: /^\/v2\/calls\/([^/]+)$/, handle: (ctx) => this.status(ctx) },
       { method: 'GET', pattern: /^\/v2\/connections\/([^/]+)\/active_calls$/, handle: (ctx) => this.activeCalls(ctx) },
+      { method: 'GET', pattern: /^\/v2\/call_events$/, handle: (ctx) => this.callEvents(ctx) },
       { method: 'POST', pattern: /^\/v2\/calls\/([^/]+)\/actions\/([^/]+)$/, handle: (ctx) => this.command(ctx) },
     ];
   }
@@ -459,6 +478,45 @@ export class TelnyxCalls {
           ...(hasNext ? { next: `${base}?page[after]=${cursorOf(last)}&page[limit]=${limit}` } : {}),
           ...(hasPrevious ? { previous: `${base}?page[before]=${cursorOf(first)}&page[limit]=${limit}` } : {}),
         },
+      },
+    };
+  }
+
+  // `GET /v2/call_events`: the log entries of the account's legs, oldest first, page-numbered.
+  private callEvents({ req, apiKey }: TelnyxRouteContext): SimResponse {
+    const q = (k: string) => {
+      const v = req.query[k];
+      return Array.isArray(v) ? v[0] : v;
+    };
+    const size = Number(q('page[size]') ?? 20);
+    const number = Number(q('page[number]') ?? 1);
+    if (!Number.isInteger(size) || size < 1 || size > 250) return invalid('page[size]', 'page[size] must be an integer between 1 and 250.');
+    if (!Number.isInteger(number) || number < 1) return invalid('page[number]', 'page[number] must be a positive integer.');
+    const leg = q('filter[leg_id]') ?? q('filter[call_leg_id]');
+    const session = q('filter[application_session_id]') ?? q('filter[call_session_id]');
+    const name = q('filter[name]');
+    const type = q('filter[type]');
+    const since = leg === undefined && session === undefined ? this.clock.now() - 24 * 3_600_000 : -Infinity;
+    const items = [...this.calls.values()]
+      .filter((c) => this.state.sameAccount(c.apiKey, apiKey) && (leg === undefined || c.callLegId === leg) && (session === undefined || c.callSessionId === session))
+      .flatMap((c) =>
+        c.log.map((e) => ({
+          record_type: 'call_event',
+          call_leg_id: c.callLegId,
+          call_session_id: c.callSessionId,
+          event_timestamp: e.occurredAt,
+          name: e.name,
+          type: e.type,
+          metadata: e.failed === null ? {} : { delivery_failed: e.failed },
+        })),
+      )
+      .filter((e) => (name === undefined || e.name === name) && (type === undefined || e.type === type) && Date.parse(e.event_timestamp) >= since)
+      .sort((a, b) => Date.parse(a.event_timestamp) - Date.parse(b.event_timestamp));
+    return {
+      status: 200,
+      body: {
+        data: items.slice((number - 1) * size, number * size),
+        meta: { page_number: number, page_size: size, total_pages: Math.max(1, Math.ceil(items.length / size)), total_results: items.length },
       },
     };
   }
@@ -642,6 +700,7 @@ export class TelnyxCalls {
       timeLimitSecs: 14400,
       commands: [],
       webhooks: [],
+      log: [],
       recording: null,
       media: null,
       expired: false,
@@ -814,8 +873,9 @@ export class TelnyxCalls {
       start_time: new Date(call.startedAt).toISOString(),
       ...extra,
     };
+    const occurredAt = new Date().toISOString();
     const body = JSON.stringify({
-      data: { record_type: 'event', event_type: eventType, id: randomUUID(), occurred_at: new Date().toISOString(), payload },
+      data: { record_type: 'event', event_type: eventType, id: randomUUID(), occurred_at: occurredAt, payload },
       meta: { attempt: 1, delivered_to: call.webhookUrl },
     });
     const timestamp = String(Math.floor(Date.now() / 1000));
@@ -826,6 +886,9 @@ export class TelnyxCalls {
       'telnyx-signature-ed25519': signTelnyx(keys.privateKey, body, timestamp),
     };
     const record: SimWebhook = { eventType, callControlId: call.callControlId, url: call.webhookUrl, body, payload, headers, status: null, error: null };
+    // Logged as it happens: the carrier's log keeps a webhook its receiver never got.
+    const logged: SimCallEvent = { name: eventType, type: 'webhook', occurredAt, failed: null };
+    call.log.push(logged);
     try {
       const res = await fetch(this.resolve(call.webhookUrl), { method: 'POST', headers, body, redirect: 'manual', signal: AbortSignal.timeout(5000) });
       record.status = res.status;
@@ -833,6 +896,7 @@ export class TelnyxCalls {
     } catch (err) {
       record.error = err instanceof Error ? err.message : String(err);
     }
+    logged.failed = record.status === null || record.status < 200 || record.status > 299;
     call.webhooks.push(record);
     this.webhooks.push(record);
     this.notify();

@@ -390,7 +390,8 @@ function recordingOnly(req: TelnyxSimRequest, calls: TelnyxCalls): SimResponse {
 export const TELNYX_ENDPOINTS = {
   dial: (r: TelnyxSimRequest) => r.method === 'POST' && r.path === '/v2/calls',
   hangup: (r: TelnyxSimRequest) => r.method === 'POST' && /^\/v2\/calls\/[^/]+\/actions\/hangup$/.test(r.path),
-  lookup: (r: TelnyxSimRequest) => r.method === 'GET' && (/^\/v2\/calls\/[^/]+$/.test(r.path) || /^\/v2\/connections\/[^/]+\/active_calls$/.test(r.path)),
+  lookup: (r: TelnyxSimRequest) =>
+    r.method === 'GET' && (/^\/v2\/calls\/[^/]+$/.test(r.path) || /^\/v2\/connections\/[^/]+\/active_calls$/.test(r.path) || r.path === '/v2/call_events'),
 };
 
 function dispatch(state: TelnyxState, routes: TelnyxRoute[], req: TelnyxSimRequest, calls: TelnyxCalls): SimResponse {

@@ -191,3 +191,55 @@ describe('listActiveCalls', () => {
     await expect(client().listActiveCalls('123')).rejects.toBeInstanceOf(CarrierRequestError);
   });
 });
+
+describe('listCallEvents', () => {
+  // A call whose receiver is down: each webhook fails, and the carrier logs it anyway.
+  async function deadCall(to: string) {
+    const nowhere = `127.0.0.1:${await closedPort()}`;
+    const ids = await client().dial({
+      connection_id: CONNECTION,
+      to,
+      from: NUMBER,
+      webhook_url: `http://${nowhere}/events`,
+      client_state: 'YQ==',
+      command_id: `dial-${to}`,
+      time_limit_secs: 60,
+      stream_url: `ws://${nowhere}/media`,
+      stream_track: 'inbound_track',
+      stream_bidirectional_mode: 'rtp',
+      stream_bidirectional_codec: 'PCMU',
+    });
+    await sim.call(ids.call_control_id).webhook('call.answered');
+    await sim.hangup(ids.call_control_id);
+    return ids;
+  }
+
+  it("reads one leg's log, undelivered webhooks included, oldest first, across pages", async () => {
+    const ids = await deadCall('+15558880001');
+    await deadCall('+15558880002');
+    const before = sim.requests.length;
+    const events = await client().listCallEvents(ids.call_leg_id, { pageSize: 2 });
+    const names = events.map((e) => e.name);
+    expect(names.slice(0, 2)).toEqual(['call.initiated', 'call.answered']);
+    expect(names.at(-1)).toBe('call.hangup');
+    expect(events.every((e) => e.call_leg_id === ids.call_leg_id && e.type === 'webhook' && e.record_type === 'call_event')).toBe(true);
+    expect(events.map((e) => Date.parse(e.event_timestamp))).toEqual(events.map((e) => Date.parse(e.event_timestamp)).sort((a, b) => a - b));
+    const asked = sim.requests.slice(before);
+    expect(asked.length).toBe(Math.ceil(events.length / 2));
+    expect(asked[0]!.path).toBe('/v2/call_events');
+    expect(asked[0]!.query).toEqual({ 'filter[leg_id]': ids.call_leg_id, 'page[number]': '1', 'page[size]': '2' });
+
+    const answered = await client().listCallEvents(ids.call_leg_id, { name: 'call.answered' });
+    expect(answered.map((e) => e.name)).toEqual(['call.answered']);
+    expect(sim.requests.at(-1)!.query).toMatchObject({ 'filter[name]': 'call.answered' });
+    expect(await client().listCallEvents('00000000-0000-4000-8000-000000000000')).toEqual([]);
+    await expect(client().listCallEvents(ids.call_leg_id, { pageSize: 1, maxPages: 2 })).rejects.toThrow(/more than 2 pages/);
+  });
+
+  it("another account's legs are not in its log", async () => {
+    const ids = await deadCall('+15558880003');
+    sim.addApiKey('other');
+    const other = createTelnyxRest({ baseUrl: sim.baseUrl, apiKey: 'other' });
+    expect(await other.listCallEvents(ids.call_leg_id)).toEqual([]);
+  });
+});

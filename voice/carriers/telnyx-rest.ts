@@ -4,7 +4,8 @@
 // paths start with /v2/. A base that already ends in /v2 (the form the carrier's
 // docs print) is accepted too, so either reading of the setting works.
 // Numbers and webhooks come first, then Call Control (dial, answer, reject, hang up,
-// status, a connection's active calls); messages are further methods over `request`.
+// status, a connection's active calls, a leg's event log); messages are further
+// methods over `request`.
 
 import { DEFAULT_CARRIER_TIMEOUT_MS, carrierFetch, joinUrl } from './carrier-http.ts';
 import { CarrierUnreachableError } from './errors.ts';
@@ -124,6 +125,23 @@ export interface TelnyxActiveCall extends TelnyxCallIds {
   [field: string]: unknown;
 }
 
+/**
+ * An item of `GET /v2/call_events` (the carrier's "List call events", under Debugging):
+ * the carrier's own log of a leg, one entry per webhook it sent (delivered or not) and
+ * per command it took. developers.telnyx.com api-reference/debugging/list-call-events.
+ */
+export interface TelnyxCallEvent {
+  call_leg_id: string;
+  call_session_id?: string;
+  /** ISO 8601: when it happened at the carrier. */
+  event_timestamp: string;
+  /** The webhook's event type (`call.answered`, `call.bridged`, …) or the command's name. */
+  name: string;
+  /** `webhook` or `command`. */
+  type: string;
+  [field: string]: unknown;
+}
+
 export interface TelnyxRest {
   /** The account's number with exactly this E.164 value, or null when the account has none. */
   findNumber(e164: string): Promise<TelnyxNumber | null>;
@@ -161,6 +179,14 @@ export interface TelnyxRest {
    * partial answer).
    */
   listActiveCalls(connectionId: string, opts?: { maxPages?: number; pageSize?: number }): Promise<TelnyxActiveCall[]>;
+  /**
+   * The carrier's log of one leg (`filter[leg_id]`: its call_leg_id), optionally of one
+   * event `name`, oldest first: what happened on it even when its webhooks were lost (a
+   * restart). Every page is read, at most `maxPages` (default 10) of `pageSize` (default
+   * 250): more is an error rather than a partial answer. Only entries of that leg (and
+   * name) are returned, whatever the carrier's filter did.
+   */
+  listCallEvents(callLegId: string, opts?: { name?: string; maxPages?: number; pageSize?: number }): Promise<TelnyxCallEvent[]>;
 }
 
 export function createTelnyxRest(opts: TelnyxRestOptions): TelnyxRest {
@@ -309,7 +335,41 @@ export function createTelnyxRest(opts: TelnyxRestOptions): TelnyxRest {
       }
       return calls;
     },
+
+    async listCallEvents(callLegId, listOpts = {}) {
+      const maxPages = listOpts.maxPages ?? 10;
+      const pageSize = listOpts.pageSize ?? 250;
+      const events: TelnyxCallEvent[] = [];
+      for (let page = 1; ; page++) {
+        if (page > maxPages) {
+          throw new CarrierUnreachableError('telnyx', `telnyx call events have more than ${maxPages} pages; refusing a partial answer`, 200);
+        }
+        const query = new URLSearchParams({
+          'filter[leg_id]': callLegId,
+          ...(listOpts.name === undefined ? {} : { 'filter[name]': listOpts.name }),
+          'page[number]': String(page),
+          'page[size]': String(pageSize),
+        });
+        const path = `/v2/call_events?${query.toString()}`;
+        const answer = (await fetchAnswer('GET', path, undefined, timeoutMs)) as { meta?: { total_pages?: unknown } } | null;
+        const data = dataOf('GET', path, answer);
+        if (!Array.isArray(data)) throw new CarrierUnreachableError('telnyx', 'telnyx call events answered without a data array', 200);
+        for (const item of data) {
+          if (!isCallEvent(item)) throw new CarrierUnreachableError('telnyx', 'telnyx call event without a leg, name or time', 200);
+          if (item.call_leg_id === callLegId && (listOpts.name === undefined || item.name === listOpts.name)) events.push(item);
+        }
+        const totalPages = answer?.meta?.total_pages;
+        if (data.length < pageSize || typeof totalPages !== 'number' || page >= totalPages) break;
+      }
+      return events.sort((a, b) => Date.parse(a.event_timestamp) - Date.parse(b.event_timestamp));
+    },
   };
+}
+
+function isCallEvent(value: unknown): value is TelnyxCallEvent {
+  if (typeof value !== 'object' || value === null) return false;
+  const v = value as Record<string, unknown>;
+  return typeof v.call_leg_id === 'string' && typeof v.name === 'string' && typeof v.event_timestamp === 'string' && typeof v.type === 'string';
 }
 
 function isCallIds(value: unknown): value is TelnyxCallIds & Record<string, unknown> {

@@ -11,8 +11,13 @@
 // for the caller's own (a leg's hang-up is a failed transfer, not the end of the call).
 // Every command carries a command_id of the call and attempt: the carrier drops a repeat
 // within about 60 s, so a restart may resend inside that window (actors/calls/transfer-effects.ts).
+// Where a transfer stands when its webhooks were lost (they went to a process that was
+// down) is read from the carrier's own log of the legs (`GET /v2/call_events`), which
+// keeps every webhook it sent, delivered or not: the caller's leg `call.bridged` is the
+// handoff, at the time the carrier logged it; the target's `call.answered` says it
+// answered. The call records say only alive or not.
 import { TRANSFER_RING_SECONDS } from '../../machines/transfer-events.ts';
-import { CarrierRequestError } from './errors.ts';
+import { CarrierAuthError, CarrierRequestError } from './errors.ts';
 import { createTelnyxRest } from './telnyx-rest.ts';
 import { createTelnyxVoice, telnyxEventsUrl, TELNYX_CALL_ENDED_CODE, type TelnyxVoiceOptions } from './telnyx-voice.ts';
 import type { CarrierTransfer, TransferLeg, TransferPlan } from './call-transfer.ts';
@@ -22,6 +27,9 @@ export { decodeTransferState, encodeTransferState } from './telnyx-transfer-stat
 
 /** A target leg alive this long after the request has been answered: the carrier rings it TRANSFER_RING_SECONDS at most. */
 const RING_WINDOW_MS = (TRANSFER_RING_SECONDS + 10) * 1000;
+
+/** How far before the request a logged event may lie and still be this transfer's (the two clocks differ). */
+const CLOCK_SLACK_MS = 5_000;
 
 const commandId = (step: string, plan: TransferPlan) => `${step}-${plan.callId}-${plan.attempt}`;
 
@@ -34,6 +42,39 @@ export function createTelnyxTransfer(opts: TelnyxVoiceOptions): CarrierTransfer 
     return telnyxEventsUrl(plan.publicBaseUrl, plan.eventsToken);
   }
 
+  /** A leg's record, or null once the carrier no longer has it (its retention is over). */
+  async function recordOf(callControlId: string) {
+    try {
+      return await rest.getCall(callControlId);
+    } catch (err) {
+      if (err instanceof CarrierRequestError && err.status === 404) return null;
+      throw err;
+    }
+  }
+
+  /**
+   * When the carrier logged `name` on a leg for this transfer (the earliest, epoch ms), or
+   * null: not logged, or the log cannot be read (refused: what the records say is used
+   * then). An unreachable carrier throws: the check is asked again.
+   */
+  async function logged(callLegId: string, name: string, plan: TransferPlan): Promise<number | null> {
+    let events;
+    try {
+      events = await rest.listCallEvents(callLegId, { name });
+    } catch (err) {
+      if (err instanceof CarrierRequestError || err instanceof CarrierAuthError) return null;
+      throw err;
+    }
+    const times = events.map((e) => Date.parse(e.event_timestamp)).filter((t) => Number.isFinite(t) && t >= plan.requestedAt - CLOCK_SLACK_MS);
+    return times.length === 0 ? null : Math.min(...times);
+  }
+
+  /** The caller's leg was bridged (the handoff: cold by the carrier, warm by our bridge), and when. */
+  async function bridgedAt(plan: TransferPlan): Promise<number | null> {
+    const caller = await recordOf(plan.carrierCallId);
+    return caller === null ? null : logged(caller.call_leg_id, 'call.bridged', plan);
+  }
+
   async function legOf(plan: TransferPlan, now: number): Promise<TransferLeg> {
     let legId = plan.legId;
     if (legId === null) {
@@ -41,10 +82,12 @@ export function createTelnyxTransfer(opts: TelnyxVoiceOptions): CarrierTransfer 
       legId = (await rest.listActiveCalls(opts.connectionId)).find((c) => c.client_state === state)?.call_control_id ?? null;
       if (legId === null) return { state: 'none' };
     }
-    const info = await voice.fetchCall(legId);
-    if (info.status !== 'active') return { state: 'failed', reason: 'failed' };
-    // The carrier's record says alive or not, never answered or bridged: a leg alive past
-    // the ring time has answered; a cold transfer's carrier bridges on answer by itself.
+    const leg = await recordOf(legId);
+    if (leg === null || !leg.is_alive) return { state: 'failed', reason: 'failed' };
+    // Its answer, from the carrier's log: a cold transfer's carrier bridges on answer by itself.
+    const answeredAt = await logged(leg.call_leg_id, 'call.answered', plan);
+    if (answeredAt !== null) return plan.mode === 'warm' ? { state: 'answered', legId } : { state: 'connected', at: answeredAt };
+    // Not in the log (yet): a leg alive past the ring time has answered, else it rings.
     if (now - plan.requestedAt < RING_WINDOW_MS) return { state: 'ringing', legId };
     return plan.mode === 'warm' ? { state: 'answered', legId } : { state: 'connected' };
   }
@@ -85,8 +128,9 @@ export function createTelnyxTransfer(opts: TelnyxVoiceOptions): CarrierTransfer 
     },
     async check(plan) {
       const now = Date.now();
-      const [call, leg] = await Promise.all([voice.fetchCall(plan.carrierCallId), legOf(plan, now)]);
-      return { call, leg };
+      const [call, bridged, leg] = await Promise.all([voice.fetchCall(plan.carrierCallId), bridgedAt(plan), legOf(plan, now)]);
+      // Bridged is the handoff, whatever became of the legs since (they may both be over).
+      return { call, leg: bridged === null ? leg : { state: 'connected', at: bridged } };
     },
     async hangupLeg(legId) {
       await voice.hangup(legId);
