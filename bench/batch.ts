@@ -24,7 +24,7 @@
 //    calls up at the carrier; the campaign's counts; nothing left pending.
 // The service's log (stdout, LOG_LEVEL, info by default) is read for warnings and errors,
 // summarised at the end.
-import { fork, spawnSync, type ChildProcess } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -33,9 +33,11 @@ import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { openDatabase, type Db } from '../storage/db.ts';
-import { createAgent, importTwilioNumber, startCarrierSims, type CarrierSims } from '../test/helpers/fixtures.ts';
+import { startCarrierSims, type CarrierSims } from '../test/helpers/fixtures.ts';
 import { remote } from '../test/helpers/remote.ts';
-import { TWILIO_ENDPOINTS, type TwilioSimRequest } from '../test/sim/twilio-sim.ts';
+import type { TwilioSimRequest } from '../test/sim/twilio-sim.ts';
+import { benchCustomer, benchServerPort } from './bench-customer.ts';
+import { dialCommits, first, probeEachDial } from './dial-probe.ts';
 import { batchBody, benchPhone, farDate, peakOverlap, percentile, steadyRate } from './batch-plan.ts';
 import { affinityOf, cpuMask, machineTicks, setAffinity, setNiceness } from './process-cpu.ts';
 import { serverExecArgv } from './server-flags.ts';
@@ -57,14 +59,12 @@ export interface BatchBenchOptions {
   variables: boolean;
 }
 
-const root = fileURLToPath(new URL('..', import.meta.url));
 const TERMINAL = new Set(['completed', 'cancelled', 'failed']);
 const FINAL_CALL = ['completed', 'busy', 'no-answer', 'failed', 'canceled'];
 /** Number blocks (batch-plan.ts benchPhone): the created-and-cancelled campaigns, the dialing one. */
 const CREATE_BLOCK = 0;
 const DIAL_BLOCK = 1;
 
-const first = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
 
@@ -194,10 +194,7 @@ export async function runBatchBench(o: BatchBenchOptions): Promise<void> {
   let pinned = false;
   let prioritized = false;
   try {
-    const port = await new Promise<number>((resolve, reject) => {
-      child.once('message', (m: { port: number }) => resolve(m.port));
-      child.once('exit', (code) => reject(new Error(`bench server exited with ${code} before listening`)));
-    });
+    const port = await benchServerPort(child);
     // As the conversation bench: the service alone on the last core (so "on one core" is
     // literal), this process (load, simulator) on the first, both at nice -10 so that other
     // work on a shared machine does not take the server's core mid-measurement. BENCH_PIN=0: neither.
@@ -212,23 +209,8 @@ export async function runBatchBench(o: BatchBenchOptions): Promise<void> {
     sims.telnyx.redirect(sims.env['PUBLIC_BASE_URL']!, url);
     const server = remote(url);
 
-    const created = await server.request('POST', '/v1/keys');
-    if (created.status !== 201) throw new Error(`key creation failed: ${created.status} ${created.text}`);
-    const key = `${created.body.key_id}:${created.body.key_secret}`;
-    const accountId = created.body.account_id as string;
-    const admin = spawnSync(process.execPath, ['--import', 'tsx', 'admin.ts', 'set-plan', accountId, 'enterprise', String(o.limit)], {
-      cwd: root,
-      env: { ...process.env, DATA_DIR: dataDir },
-      encoding: 'utf8',
-    });
-    if (admin.status !== 0) throw new Error(`admin set-plan failed: ${admin.stderr}`);
-    const agentId = await createAgent(server, key, { name: 'Bench agent' });
-    const fromNumber = await importTwilioNumber(server, sims, key, agentId);
-    // The service re-reads a plan changed by another process within a second; a campaign's
-    // slots are fixed from the account's limit at creation.
-    await sleep(1100);
-    const account = await server.request('GET', '/v1/account', { key });
-    if (account.body?.concurrency_limit !== o.limit) throw new Error(`the account's limit is ${account.body?.concurrency_limit}, not ${o.limit}`);
+    // The account's limit has taken when this returns: a campaign's slots are fixed from it at creation.
+    const { key, accountId, agentId, fromNumber } = await benchCustomer(server, sims, dataDir, o.limit);
     const auth = { authorization: `Bearer ${key}` };
     const scheduledDate = farDate(Date.now());
 
@@ -326,13 +308,9 @@ export async function runBatchBench(o: BatchBenchOptions): Promise<void> {
     const dialPhones = Array.from({ length: o.dialRecipients }, (_, i) => benchPhone(DIAL_BLOCK, i));
     const dialSet = new Set(dialPhones);
     for (const to of dialPhones) sims.twilio.scenario(to, { name: 'busy' });
-    const q = {
-      intent: db.prepare<[string], { sent_at: number | null }>("SELECT sent_at FROM effect_intents WHERE actor_id = ? AND effect = 'dial'"),
-      call: db.prepare<[string], { to_number: string; campaign_id: string | null }>('SELECT to_number, campaign_id FROM calls WHERE internal_id = ?'),
-      snapshot: db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM actor_snapshots WHERE actor_id = ?'),
-      recipient: db.prepare<[string, string], { state: string; call_id: string | null }>('SELECT state, call_id FROM campaign_recipients WHERE campaign_id = ? AND phone = ?'),
-    };
+    const recipientRow = db.prepare<[string, string], { state: string; call_id: string | null }>('SELECT state, call_id FROM campaign_recipients WHERE campaign_id = ? AND phone = ?');
     let campaignId = '';
+    const commits = dialCommits(db, (row) => row.campaign_id === campaignId);
     /** performance.now() of each dial of a campaign number as it reached the simulator. */
     const dialTimes: number[] = [];
     const dialsPerTo = new Map<string, number>();
@@ -348,29 +326,14 @@ export async function runBatchBench(o: BatchBenchOptions): Promise<void> {
       }
       dialTimes.push(performance.now());
       dialsPerTo.set(to, (dialsPerTo.get(to) ?? 0) + 1);
-      const cb = first(req.body.StatusCallback);
-      const cid = cb ? new URL(cb).searchParams.get('cid') : null;
-      const missing: string[] = [];
-      if (!cid) missing.push('cid');
-      else {
-        const intent = q.intent.get(cid);
-        if (!intent) missing.push('dial intent');
-        else if (intent.sent_at === null) missing.push('dial intent marked sent');
-        const row = q.call.get(cid);
-        if (!row || row.to_number !== to || row.campaign_id !== campaignId) missing.push('call row');
-        if (q.snapshot.get(cid)!.n !== 1) missing.push('snapshot');
-        const rec = q.recipient.get(campaignId, to);
+      const { cid, missing } = commits(req);
+      if (cid) {
+        const rec = recipientRow.get(campaignId, to);
         if (!rec || rec.state !== 'placed' || rec.call_id !== cid) missing.push(`recipient row placed (${rec ? `${rec.state}, ${rec.call_id}` : 'none'})`);
       }
       if (missing.length > 0) notDurable.push(`${to}: ${missing.join(', ')}`);
     };
-    // A fault that never applies: its predicate sees every request before it is routed.
-    sims.twilio.fail({
-      match: (req) => {
-        if (TWILIO_ENDPOINTS.dial(req)) probe(req);
-        return false;
-      },
-    });
+    probeEachDial(sims, probe);
 
     const dialBody = Buffer.from(
       batchBody({ agentId, fromNumber, name: 'Bench dial', phones: dialPhones, variables: o.variables, scheduledDate, maxConcurrent: o.maxConcurrent }),

@@ -44,6 +44,7 @@ import { startDeepgramSim, type DeepgramSim } from '../test/sim/deepgram-sim.ts'
 import { startLlmSim, type LlmSim } from '../test/sim/llm-sim.ts';
 import { startOpenAiTtsSim, type OpenAiTtsSim } from '../test/sim/openai-tts-sim.ts';
 import { startTwilioSim, twilioSid, type TwilioSim } from '../test/sim/twilio-sim.ts';
+import { benchServerPort } from './bench-customer.ts';
 import { runCaller, type CallerResult } from './conversation-caller.ts';
 import { monitorStalls } from './loop-stalls.ts';
 import { histogramDelta, histogramQuantile, readHistogram, type HistogramSnapshot } from './histogram.ts';
@@ -185,11 +186,7 @@ function startServer(env: Record<string, string>, warnings: Map<string, number>)
     const msg = [j.msg, j.provider, j.kind].filter(Boolean).join(' / ');
     warnings.set(msg, (warnings.get(msg) ?? 0) + 1);
   });
-  const port = new Promise<number>((resolve, reject) => {
-    child.once('message', (m: { port: number }) => resolve(m.port));
-    child.once('exit', (code) => reject(new Error(`bench server exited with ${code} before listening`)));
-  });
-  return { child, port };
+  return { child, port: benchServerPort(child) };
 }
 
 /** One API request (the tests' helper for a server in another process). */

@@ -21,8 +21,10 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { openDatabase, type Db } from '../storage/db.ts';
-import { createAgent, importTwilioNumber, startCarrierSims, type CarrierSims } from '../test/helpers/fixtures.ts';
-import { TWILIO_ENDPOINTS, type TwilioSimRequest } from '../test/sim/twilio-sim.ts';
+import { startCarrierSims, type CarrierSims } from '../test/helpers/fixtures.ts';
+import type { TwilioSimRequest } from '../test/sim/twilio-sim.ts';
+import { benchCustomer, benchServerPort } from './bench-customer.ts';
+import { dialCommits, first, probeEachDial } from './dial-probe.ts';
 import { serverExecArgv } from './server-flags.ts';
 
 export interface OutboundBenchOptions {
@@ -36,7 +38,6 @@ export interface OutboundBenchOptions {
   replays: number;
 }
 
-const root = fileURLToPath(new URL('..', import.meta.url));
 const FINAL = ['completed', 'busy', 'no-answer', 'failed', 'canceled'];
 const PATH = '/v1/calls/outbound';
 
@@ -58,8 +59,6 @@ interface Sent {
 
 /** Distinct valid callees: +1628 then 7 digits whose exchange starts at 2. */
 const callee = (i: number): string => `+1628${2_000_000 + i}`;
-
-const first = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
 
 function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
@@ -114,41 +113,19 @@ export async function runOutboundBench(o: OutboundBenchOptions): Promise<void> {
   let db: Db | null = null;
   const agent = new http.Agent({ keepAlive: true, maxSockets: o.concurrency });
   try {
-    const port = await new Promise<number>((resolve, reject) => {
-      child.once('message', (m: { port: number }) => resolve(m.port));
-      child.once('exit', (code) => reject(new Error(`bench server exited with ${code} before listening`)));
-    });
+    const port = await benchServerPort(child);
     const url = `http://127.0.0.1:${port}`;
     // The service's webhook URLs (PUBLIC_BASE_URL) reach it over loopback, signed for the public URL.
     sims.twilio.route(sims.env['PUBLIC_BASE_URL']!, url);
     sims.telnyx.redirect(sims.env['PUBLIC_BASE_URL']!, url);
     const server = remote(url);
 
-    const created = await server.request('POST', '/v1/keys');
-    if (created.status !== 201) throw new Error(`key creation failed: ${created.status} ${created.text}`);
-    const key = `${created.body.key_id}:${created.body.key_secret}`;
-    const accountId = created.body.account_id as string;
-    const admin = spawnSync(process.execPath, ['--import', 'tsx', 'admin.ts', 'set-plan', accountId, 'enterprise', String(o.limit)], {
-      cwd: root,
-      env: { ...process.env, DATA_DIR: dataDir },
-      encoding: 'utf8',
-    });
-    if (admin.status !== 0) throw new Error(`admin set-plan failed: ${admin.stderr}`);
-    const agentId = await createAgent(server, key, { name: 'Bench agent' });
-    await importTwilioNumber(server, sims, key, agentId);
-    // The service re-reads a plan changed by another process within a second.
-    await new Promise((r) => setTimeout(r, 1100));
-    const account = await server.request('GET', '/v1/account', { key });
-    if (account.body?.concurrency_limit !== o.limit) throw new Error(`the account's limit is ${account.body?.concurrency_limit}, not ${o.limit}`);
+    const { key, accountId, agentId } = await benchCustomer(server, sims, dataDir, o.limit);
 
     db = openDatabase(join(dataDir, 'switchboard.db'));
     db.pragma('query_only = ON');
-    const q = {
-      intent: db.prepare<[string], { sent_at: number | null }>("SELECT sent_at FROM effect_intents WHERE actor_id = ? AND effect = 'dial'"),
-      call: db.prepare<[string], { to_number: string; account_id: string }>('SELECT to_number, account_id FROM calls WHERE internal_id = ?'),
-      snapshot: db.prepare<[string], { n: number }>('SELECT COUNT(*) AS n FROM actor_snapshots WHERE actor_id = ?'),
-      answer: db.prepare<[string, string], { status: number }>('SELECT status FROM idempotency_keys WHERE scope = ? AND key = ?'),
-    };
+    const storedAnswer = db.prepare<[string, string], { status: number }>('SELECT status FROM idempotency_keys WHERE scope = ? AND key = ?');
+    const commits = dialCommits(db, (row) => row.account_id === accountId);
 
     const sent = new Map<string, Sent>(); // by callee
     // At the moment each dial arrives (before the simulator answers it): what is committed?
@@ -158,33 +135,15 @@ export async function runOutboundBench(o: OutboundBenchOptions): Promise<void> {
     const answerAtDial = new Map<number, number>();
     const probe = (req: TwilioSimRequest): void => {
       dialsChecked++;
-      const to = first(req.body.To) ?? '';
-      const cb = first(req.body.StatusCallback);
-      const cid = cb ? new URL(cb).searchParams.get('cid') : null;
-      const missing: string[] = [];
-      if (!cid) missing.push('cid');
-      else {
-        const intent = q.intent.get(cid);
-        if (!intent) missing.push('dial intent');
-        else if (intent.sent_at === null) missing.push('dial intent marked sent');
-        const row = q.call.get(cid);
-        if (!row || row.to_number !== to || row.account_id !== accountId) missing.push('call row');
-        if (q.snapshot.get(cid)!.n !== 1) missing.push('snapshot');
-      }
+      const { to, missing } = commits(req);
       const s = sent.get(to);
       if (s) s.dialAt = performance.now();
-      const answer = s ? q.answer.get(accountId, s.key) : undefined;
+      const answer = s ? storedAnswer.get(accountId, s.key) : undefined;
       if (!answer) missing.push('idempotent answer');
       else answerAtDial.set(answer.status, (answerAtDial.get(answer.status) ?? 0) + 1);
       if (missing.length > 0) notDurable.push(`${to}: ${missing.join(', ')}`);
     };
-    // A fault that never applies: its predicate runs on every request before it is routed.
-    sims.twilio.fail({
-      match: (req) => {
-        if (TWILIO_ENDPOINTS.dial(req)) probe(req);
-        return false;
-      },
-    });
+    probeEachDial(sims, probe);
 
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     let seq = 0;

@@ -24,36 +24,29 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, type TestResponse } from './helpers/server.ts';
 import { createAgent } from './helpers/fixtures.ts';
-import { API_POLL_MS, callReaches, dial, eventually, importNumber, newCustomer, startCallStack, type CallStack, type Customer, type Provider } from './helpers/calls.ts';
-import { agentTrusting, makeTestCa, startWebhookReceiver, type TestCa, type WebhookReceiver } from './sim/webhook-receiver.ts';
+import { API_POLL_MS, callReaches, dial, eventually, importNumber, newCustomer, type CallStack, type Customer, type Provider } from './helpers/calls.ts';
+import { dialsTo } from './helpers/campaigns.ts';
+import { startWebhookCallStack } from './helpers/webhooks.ts';
+import type { WebhookReceiver } from './sim/webhook-receiver.ts';
 
 const CALL_STARTED_DELAY_MS = 200;
 /** Generous: another test suite may be running beside this one on two cores. */
 const SETTLE_MS = 30_000;
 const TEST_MS = 90_000;
 
-let ca: TestCa;
 let receiver: WebhookReceiver;
 let stack: CallStack;
+let stop: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  ca = makeTestCa();
-  receiver = await startWebhookReceiver(ca);
-  stack = await startCallStack(
-    {
-      ALLOW_PRIVATE_NETWORK_TARGETS: 'true',
-      CALL_STARTED_DELAY_MS: String(CALL_STARTED_DELAY_MS),
-      WEBHOOK_RETRY_SCHEDULE_MS: '150,150,150,150',
-      WEBHOOK_TIMEOUT_MS: '5000',
-    },
-    undefined,
-    { webhookAgent: agentTrusting(ca) },
-  );
+  ({ stack, receiver, close: stop } = await startWebhookCallStack({
+    CALL_STARTED_DELAY_MS: String(CALL_STARTED_DELAY_MS),
+    WEBHOOK_RETRY_SCHEDULE_MS: '150,150,150,150',
+    WEBHOOK_TIMEOUT_MS: '5000',
+  }));
 }, 30_000);
 afterAll(async () => {
-  await stack?.close();
-  await receiver?.close();
-  ca?.dispose();
+  await stop?.();
 });
 
 const enc = encodeURIComponent;
@@ -105,12 +98,6 @@ function expectCountsAddUp(r: any): void {
 function setScenario(provider: Provider, to: string, scenario: 'answer' | 'busy'): void {
   if (provider === 'twilio') stack.sims.twilio.scenario(to, scenario);
   else stack.sims.telnyx.setScenario(to, scenario);
-}
-
-/** Dial requests that reached the carrier for these numbers (the simulator's record). */
-function dialsTo(provider: Provider, numbers: readonly string[]): number {
-  const sim = provider === 'twilio' ? stack.sims.twilio : stack.sims.telnyx;
-  return numbers.reduce((n, to) => n + sim.dialRequests(to).length, 0);
 }
 
 /** The far end of the call to `to` hangs up (the callee's side). */
@@ -173,7 +160,7 @@ describe.each<Provider>(['twilio', 'telnyx'])('creating a campaign on carrier %s
 
     expect((await listBatches(c)).body).toEqual(before.body);
     expect(before.body.count).toBe(0);
-    expect(dialsTo(provider, [phone])).toBe(0);
+    expect(dialsTo(stack, provider, [phone])).toBe(0);
   }, TEST_MS);
 
   it('refuses a from_number that is malformed, not on the account, on another agent or not outbound, saying which', async () => {
@@ -211,7 +198,7 @@ describe.each<Provider>(['twilio', 'telnyx'])('creating a campaign on carrier %s
     await stack.server.request('PATCH', `/v1/phone-numbers/${enc(c.number)}`, { key: c.key, body: { outbound_enabled: true } });
 
     expect((await listBatches(c)).body).toEqual(before.body);
-    expect(dialsTo(provider, [phone])).toBe(0);
+    expect(dialsTo(stack, provider, [phone])).toBe(0);
   }, TEST_MS);
 
   it('refuses a bad timezone with invalid_timezone, and other bad fields with their codes', async () => {
@@ -279,7 +266,7 @@ describe.each<Provider>(['twilio', 'telnyx'])('creating a campaign on carrier %s
     await sleep(500);
     expect((await listBatches(c)).body).toEqual(before.body);
     expect(before.body.count).toBe(0);
-    expect(dialsTo(provider, [a, b, '+442079460000'])).toBe(0);
+    expect(dialsTo(stack, provider, [a, b, '+442079460000'])).toBe(0);
   }, TEST_MS);
 
   it('skip_invalid true: calls only the valid rows and lists the others', async () => {
@@ -295,8 +282,8 @@ describe.each<Provider>(['twilio', 'telnyx'])('creating a campaign on carrier %s
     expect(done).toMatchObject({ total_count: 9, valid_count: 2, invalid_count: 7, failed_count: 2, pending_count: 0, invalid: mixedInvalid(a) });
     expectCountsAddUp(done);
     // The carrier saw one dial to each valid number and nothing else of this request.
-    expect(dialsTo(provider, [a])).toBe(1);
-    expect(dialsTo(provider, [b])).toBe(1);
+    expect(dialsTo(stack, provider, [a])).toBe(1);
+    expect(dialsTo(stack, provider, [b])).toBe(1);
     const calls = await campaignCalls(c, id);
     expect(calls.map((x) => x.to_number).sort()).toEqual([a, b].sort());
   }, TEST_MS);
@@ -384,7 +371,7 @@ describe.each<Provider>(['twilio', 'telnyx'])('launching and cancelling on carri
     expectApiError(await cancel(c, did), 400, 'invalid_request', 'campaign_already_done');
     // Refused, so nothing changed: not one more dial, the same record.
     await sleep(500);
-    expect(dialsTo(provider, numbers)).toBe(2);
+    expect(dialsTo(stack, provider, numbers)).toBe(2);
     expect((await getBatch(c, did)).body).toEqual(completed);
 
     await cancel(c, nowRes.body.campaign_id);
@@ -416,7 +403,7 @@ describe.each<Provider>(['twilio', 'telnyx'])('launching and cancelling on carri
 
     // Nothing reached the carrier, and nothing will.
     await sleep(1500);
-    expect(dialsTo(provider, numbers)).toBe(0);
+    expect(dialsTo(stack, provider, numbers)).toBe(0);
     expect(await campaignCalls(c, id)).toEqual([]);
     expectApiError(await launch(c, id), 400, 'invalid_request', 'campaign_already_done');
     expectApiError(await cancel(c, id), 400, 'invalid_request', 'campaign_already_done');
@@ -457,8 +444,8 @@ describe.each<Provider>(['twilio', 'telnyx'])('launching and cancelling on carri
 
     // No new dial reaches the carrier…
     await sleep(2000);
-    expect(dialsTo(provider, numbers)).toBe(2);
-    expect(dialsTo(provider, waiting)).toBe(0);
+    expect(dialsTo(stack, provider, numbers)).toBe(2);
+    expect(dialsTo(stack, provider, waiting)).toBe(0);
 
     // …the connected calls go on, and finish normally when the callee hangs up…
     for (const to of connected) await calleeHangsUp(provider, to);
@@ -469,8 +456,8 @@ describe.each<Provider>(['twilio', 'telnyx'])('launching and cancelling on carri
 
     // …the slots they freed are not used for the recipients never called…
     await sleep(2000);
-    expect(dialsTo(provider, waiting)).toBe(0);
-    expect(dialsTo(provider, numbers)).toBe(2);
+    expect(dialsTo(stack, provider, waiting)).toBe(0);
+    expect(dialsTo(stack, provider, numbers)).toBe(2);
     expect(await campaignCalls(c, id)).toHaveLength(2);
 
     // …and the record counts them as they ended.

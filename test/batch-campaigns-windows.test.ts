@@ -34,10 +34,8 @@
 // runs the weekend case far in the future.
 import { describe, expect, it } from 'vitest';
 import { nextNumber } from './helpers/fixtures.ts';
-import { startTestServer } from './helpers/server.ts';
-import { startTwilioSim } from './sim/twilio-sim.ts';
-import { startTelnyxSim } from './sim/telnyx-sim.ts';
-import { API_POLL_MS, callReaches, eventually, newCustomer, PUBLIC_BASE, type CallStack, type Customer, type Provider } from './helpers/calls.ts';
+import { API_POLL_MS, callReaches, eventually, newCustomer, startCallStack, type CallStack, type Customer, type Provider } from './helpers/calls.ts';
+import { campaignLegs, carrierLegs, dialsTo, peakConcurrent } from './helpers/campaigns.ts';
 
 const MINUTE = 60_000;
 const DAY = 86_400_000;
@@ -63,30 +61,10 @@ class TestClock {
   }
 }
 
-/** Simulators and server on one clock (helpers/calls.ts startCallStack, with the simulators' clock injected too). */
-async function startStack(clock: TestClock): Promise<CallStack> {
-  const twilio = await startTwilioSim({ stepMs: 60, now: clock.now });
-  const telnyx = await startTelnyxSim(undefined, { stepMs: 60, now: clock.now });
-  const sims = {
-    twilio,
-    telnyx,
-    env: { TWILIO_API_BASE: twilio.baseUrl, TELNYX_API_BASE: telnyx.baseUrl, PUBLIC_BASE_URL: PUBLIC_BASE },
-    async close() {
-      await Promise.all([twilio.close(), telnyx.close()]);
-    },
-  };
+/** Simulators and server on one clock (the simulators' clock injected too). */
+function startStack(clock: TestClock): Promise<CallStack> {
   // The scheduler's "check every 60 seconds" of api.md: only the durable deadlines can make anything happen sooner.
-  const server = await startTestServer({ ...sims.env, MEDIA_ENGINE: 'echo' }, { clock: clock.now });
-  twilio.route(PUBLIC_BASE, server.url);
-  telnyx.redirect(PUBLIC_BASE, server.url);
-  return {
-    sims,
-    server,
-    async close() {
-      await sims.close();
-      await server.close();
-    },
-  };
+  return startCallStack({}, 60, { clock: clock.now }, { now: clock.now });
 }
 
 async function withStack(clock: TestClock, fn: (stack: CallStack) => Promise<void>): Promise<void> {
@@ -112,58 +90,12 @@ function local(at: number, zone: string): { date: string; minute: number; weekda
 /** The first whole minute at or after `at` (zones' offsets are whole minutes, so it is a local minute's start too). */
 const ceilMinute = (at: number): number => Math.ceil(at / MINUTE) * MINUTE;
 
-// ---- what the simulators recorded ----
-
-interface Leg {
-  id: string;
-  to: string;
-  direction: 'outbound' | 'inbound';
-  createdAt: number;
-  endedAt: number | null;
-  /** Answered and not ended: the far end is on the line. */
-  up: boolean;
-}
-
-function legs(stack: CallStack, provider: Provider): Leg[] {
-  if (provider === 'twilio') {
-    return [...stack.sims.twilio.calls.values()]
-      .filter((c) => c.direction !== 'outbound-dial')
-      .map((c) => ({ id: c.sid, to: c.to, direction: c.direction === 'inbound' ? 'inbound' : 'outbound', createdAt: c.createdAt, endedAt: c.endedAt, up: c.answeredAt !== null && c.endedAt === null }));
-  }
-  return [...stack.sims.telnyx.calls.calls.values()].map((c) => ({
-    id: c.callControlId,
-    to: c.to,
-    direction: c.direction === 'incoming' ? 'inbound' : 'outbound',
-    createdAt: c.startedAt,
-    endedAt: c.endedAt,
-    up: c.status === 'answered',
-  }));
-}
-
-/** The carrier's calls to these numbers. */
-const campaignLegs = (stack: CallStack, provider: Provider, numbers: string[]): Leg[] => legs(stack, provider).filter((l) => l.direction === 'outbound' && numbers.includes(l.to));
-
-/** Dial requests that reached the carrier for these numbers, placed or not. */
-const dialsTo = (stack: CallStack, provider: Provider, numbers: string[]): number =>
-  numbers.reduce((n, to) => n + (provider === 'twilio' ? stack.sims.twilio.dialRequests(to).length : stack.sims.telnyx.dialRequests(to).length), 0);
+// ---- what the simulators recorded (helpers/campaigns.ts) ----
 
 /** The far end hangs up. */
 async function farEndHangsUp(stack: CallStack, provider: Provider, id: string): Promise<void> {
   if (provider === 'twilio') await stack.sims.twilio.hangup(id);
   else await stack.sims.telnyx.hangup(id);
-}
-
-/** The most calls up at one instant, by the simulator's record. */
-function peakConcurrent(calls: { createdAt: number; endedAt: number | null }[]): number {
-  const edges = calls.flatMap((c) => [
-    [c.createdAt, 1],
-    [c.endedAt ?? Infinity, -1],
-  ]) as [number, number][];
-  edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-  let up = 0;
-  let peak = 0;
-  for (const [, d] of edges) peak = Math.max(peak, (up += d));
-  return peak;
 }
 
 // ---- the API ----
@@ -507,7 +439,7 @@ describe.each<Provider>(['twilio', 'telnyx'])('inbound calls while a campaign ru
       expect(done).toMatchObject({ completed_count: 6, pending_count: 0, in_progress_count: 0, failed_count: 0 });
       expectEachDialedOnce(stack, provider, numbers);
 
-      const all = legs(stack, provider);
+      const all = carrierLegs(stack, provider);
       expect(all.filter((l) => l.direction === 'inbound')).toHaveLength(2);
       expect(peakConcurrent(campaignLegs(stack, provider, numbers))).toBe(2);
       expect(peakConcurrent(all)).toBeLessThanOrEqual(3);

@@ -4,6 +4,7 @@
 // counted as they end; a cancel stops new dials and lets placed calls finish.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventually, metric, newCustomer, startCallStack, type CallStack, type Customer, type Provider } from './helpers/calls.ts';
+import { campaignLegs, peakConcurrent } from './helpers/campaigns.ts';
 
 let stack: CallStack;
 beforeAll(async () => {
@@ -21,25 +22,6 @@ async function createBatch(c: Customer, body: Record<string, unknown>) {
   return stack.server.request('POST', '/v1/calls/batch', { key: c.key, body: { agent_id: c.agentId, from_number: c.number, prompt: 'Remind them of tomorrow’s appointment.', ...body } });
 }
 const getBatch = (c: Customer, id: string) => stack.server.request('GET', `/v1/calls/batch/${id}`, { key: c.key });
-
-/** The simulator's calls to these numbers: when each was created and ended. */
-function simCalls(provider: Provider, numbers: string[]): { to: string; createdAt: number; endedAt: number | null }[] {
-  if (provider === 'twilio') return [...stack.sims.twilio.calls.values()].filter((x) => numbers.includes(x.to)).map((x) => ({ to: x.to, createdAt: x.createdAt, endedAt: x.endedAt }));
-  return [...stack.sims.telnyx.calls.calls.values()].filter((x) => numbers.includes(x.to)).map((x) => ({ to: x.to, createdAt: x.startedAt, endedAt: x.endedAt ?? null }));
-}
-
-/** The most calls up at one instant, by the simulator's record. */
-function peakConcurrent(calls: { createdAt: number; endedAt: number | null }[]): number {
-  const edges = calls.flatMap((c) => [
-    [c.createdAt, 1],
-    [c.endedAt ?? Infinity, -1],
-  ]) as [number, number][];
-  edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-  let up = 0;
-  let peak = 0;
-  for (const [, d] of edges) peak = Math.max(peak, (up += d));
-  return peak;
-}
 
 describe.each<Provider>(['twilio', 'telnyx'])('a campaign on carrier %s', (provider) => {
   it('calls every recipient exactly once, at most max_concurrent at a time, and completes with counts that add up', async () => {
@@ -66,7 +48,7 @@ describe.each<Provider>(['twilio', 'telnyx'])('a campaign on carrier %s', (provi
     expect(await metric(stack.server, 'switchboard_campaign_calls_placed_total')).toBeGreaterThanOrEqual(provider === 'twilio' ? 6 : 12);
     expect(await metric(stack.server, 'switchboard_campaign_calls_ended_total')).toBeGreaterThanOrEqual(provider === 'twilio' ? 6 : 12);
 
-    const calls = simCalls(provider, numbers);
+    const calls = campaignLegs(stack, provider, numbers);
     expect(calls.map((x) => x.to).sort()).toEqual([...numbers].sort());
     expect(peakConcurrent(calls)).toBeLessThanOrEqual(2);
     const listed = await stack.server.request('GET', `/v1/calls?campaign_id=${id}&limit=100`, { key: c.key });

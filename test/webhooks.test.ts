@@ -12,8 +12,9 @@ import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nextNumber } from './helpers/fixtures.ts';
 import { expectError } from './helpers/server.ts';
-import { callReaches, dial, eventually, metric, newCustomer, startCallStack, type CallStack, type Customer } from './helpers/calls.ts';
-import { agentTrusting, makeTestCa, startWebhookReceiver, type ReceivedWebhook, type TestCa, type WebhookReceiver } from './sim/webhook-receiver.ts';
+import { callReaches, dial, eventually, metric, newCustomer, type CallStack, type Customer } from './helpers/calls.ts';
+import { startWebhookCallStack } from './helpers/webhooks.ts';
+import type { ReceivedWebhook, WebhookReceiver } from './sim/webhook-receiver.ts';
 
 const STARTED_DELAY_MS = 700;
 const RETRY_MS = 150;
@@ -21,28 +22,19 @@ const RETRY_MS = 150;
 // heaviest suites timed call.started's first attempts out and it arrived 9 s late).
 const TIMEOUT_MS = 3000;
 
-let ca: TestCa;
 let receiver: WebhookReceiver;
 let stack: CallStack;
+let stop: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  ca = makeTestCa();
-  receiver = await startWebhookReceiver(ca);
-  stack = await startCallStack(
-    {
-      ALLOW_PRIVATE_NETWORK_TARGETS: 'true',
-      CALL_STARTED_DELAY_MS: String(STARTED_DELAY_MS),
-      WEBHOOK_RETRY_SCHEDULE_MS: [RETRY_MS, RETRY_MS, RETRY_MS, RETRY_MS].join(','),
-      WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
-    },
-    undefined,
-    { webhookAgent: agentTrusting(ca) },
-  );
+  ({ stack, receiver, close: stop } = await startWebhookCallStack({
+    CALL_STARTED_DELAY_MS: String(STARTED_DELAY_MS),
+    WEBHOOK_RETRY_SCHEDULE_MS: [RETRY_MS, RETRY_MS, RETRY_MS, RETRY_MS].join(','),
+    WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
+  }));
 }, 30_000);
 afterAll(async () => {
-  await stack?.close();
-  await receiver?.close();
-  ca?.dispose();
+  await stop?.();
 });
 
 let pathSeq = 0;

@@ -21,12 +21,15 @@ export interface CallStack {
 export interface SimOptions {
   /** Carrier B serves recordings over https with this certificate (the service must trust its CA and allow private targets). */
   telnyxRecordingTls?: { cert: string; key: string };
+  /** The simulators' clock (the times of their record), when the test moves the server's clock too. */
+  now?: () => number;
 }
 
 /** Both simulators; `stepMs` is the pause between the steps of a call (ringing, answer, …). */
 export async function startSims(stepMs = 60, opts: SimOptions = {}): Promise<CarrierSims> {
-  const twilio = await startTwilioSim({ stepMs });
-  const telnyx = await startTelnyxSim(undefined, { stepMs, ...(opts.telnyxRecordingTls ? { recordingTls: opts.telnyxRecordingTls } : {}) });
+  const now = opts.now ? { now: opts.now } : {};
+  const twilio = await startTwilioSim({ stepMs, ...now });
+  const telnyx = await startTelnyxSim(undefined, { stepMs, ...now, ...(opts.telnyxRecordingTls ? { recordingTls: opts.telnyxRecordingTls } : {}) });
   return {
     twilio,
     telnyx,

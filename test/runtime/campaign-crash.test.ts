@@ -38,17 +38,13 @@
 //   CAMPAIGN_CRASH_RECIPIENTS  valid recipients (default 1000)
 //   CAMPAIGN_CRASH_CONCURRENT  the campaign's max_concurrent (default 20)
 //   CAMPAIGN_CRASH_LOG         a file to append every service log line to
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterAll, expect, it } from 'vitest';
-import { newCustomer, startSims, type CallStack, type Customer } from '../helpers/calls.ts';
-import { mulberry32 } from '../sim/sim-http.ts';
+import { newCustomer, type CallStack, type Customer } from '../helpers/calls.ts';
+import { peakConcurrent } from '../helpers/campaigns.ts';
 import type { TwilioScenario } from '../sim/twilio-calls.ts';
-import { remote, serviceRig, sleep, type ServiceRig } from './support.ts';
-
-const root = fileURLToPath(new URL('../..', import.meta.url));
+import { seededStreams, startCrashRig, uniform, type CrashRig } from './crash-harness.ts';
+import { remote, sleep } from './support.ts';
 
 const envNumber = (name: string, fallback: number): number => {
   const v = Number(process.env[name] ?? fallback);
@@ -82,12 +78,7 @@ const FINAL = new Set(['completed', 'busy', 'no-answer', 'failed', 'canceled']);
 console.log(`[campaign-crash] CAMPAIGN_CRASH_SEED=${SEED} CAMPAIGN_CRASH_KILLS=${KILLS} CAMPAIGN_CRASH_RECIPIENTS=${RECIPIENTS} CAMPAIGN_CRASH_CONCURRENT=${MAX_CONCURRENT}`);
 
 /** An independent PRNG stream per purpose, so one purpose's draws do not shift another's. */
-const stream = (name: string): (() => number) => {
-  let h = 0x811c9dc5 ^ SEED;
-  for (const ch of name) h = Math.imul(h ^ ch.charCodeAt(0), 0x01000193);
-  return mulberry32(h >>> 0);
-};
-const uniform = (rnd: () => number, [lo, hi]: [number, number]): number => Math.round(lo + rnd() * (hi - lo));
+const stream = seededStreams(SEED);
 
 // ---- The plan -----------------------------------------------------------------------
 
@@ -153,168 +144,42 @@ function scenarioOf(x: Recipient): TwilioScenario {
   return { name: x.scenario };
 }
 
-// ---- The service process ------------------------------------------------------------
-
-interface Proc {
-  child: ChildProcess;
-  spawnedAt: number;
-  ready: boolean;
-  readyP: Promise<void>;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  killedByUs: boolean;
-  stderr: string;
-  tail: string[];
-}
-
-const logStats = { errorLines: new Map<string, number>() };
-
-function spawnService(env: Record<string, string>): Proc {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
-    cwd: root,
-    env: { ...process.env, HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let resolveReady: () => void = () => {};
-  const p: Proc = {
-    child,
-    spawnedAt: Date.now(),
-    ready: false,
-    readyP: new Promise<void>((r) => (resolveReady = r)),
-    exited: new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal }))),
-    killedByUs: false,
-    stderr: '',
-    tail: [],
-  };
-  child.stderr!.on('data', (d) => (p.stderr = (p.stderr + String(d)).slice(-4000)));
-  let buffered = '';
-  child.stdout!.on('data', (d) => {
-    if (LOG_FILE) appendFileSync(LOG_FILE, String(d));
-    buffered += String(d);
-    let nl: number;
-    while ((nl = buffered.indexOf('\n')) >= 0) {
-      const line = buffered.slice(0, nl);
-      buffered = buffered.slice(nl + 1);
-      p.tail.push(line);
-      if (p.tail.length > 200) p.tail.shift();
-      if (line.includes('"level":50') || line.includes('"level":60')) {
-        try {
-          const j = JSON.parse(line) as { msg?: string; err?: { code?: string; message?: string } };
-          const k = `${j.msg ?? '?'}${j.err?.code ? ` (${j.err.code})` : j.err?.message ? ` (${j.err.message.slice(0, 80)})` : ''}`;
-          logStats.errorLines.set(k, (logStats.errorLines.get(k) ?? 0) + 1);
-        } catch {
-          // not JSON
-        }
-      }
-      if (!p.ready && line.includes('"switchboard listening"')) {
-        p.ready = true;
-        resolveReady();
-      }
-    }
-  });
-  return p;
-}
-
 // ---- The test -----------------------------------------------------------------------
 
-let sims: Awaited<ReturnType<typeof startSims>> | undefined;
-let rig: ServiceRig | undefined;
-let proc: Proc | null = null;
+let crash: CrashRig | undefined;
 const cleanups: (() => void | Promise<void>)[] = [];
 afterAll(async () => {
   for (const c of cleanups.splice(0)) await c();
-  if (proc) {
-    proc.killedByUs = true;
-    proc.child.kill('SIGKILL');
-    await proc.exited;
-  }
-  await rig?.close();
-  await sims?.close();
+  await crash?.close();
 });
 
 it(`a ${RECIPIENTS}-recipient campaign dials each recipient exactly once through ${KILLS} SIGKILLs (seed ${SEED})`, { timeout: TEST_TIMEOUT_MS }, async () => {
   const t0 = Date.now();
   const { recipients, rows: requestRows, kills } = makePlan();
-  sims = await startSims(SIM_STEP_MS);
-  rig = await serviceRig(sims);
-  const env = {
-    ...sims.env,
-    DATA_DIR: rig.dataDir,
-    PORT: String(rig.port),
-    MEDIA_ENGINE: 'echo',
-    KEY_CREATION_PER_HOUR_PER_IP: '10000',
-    RATE_LIMIT_WRITES_PER_MIN: '1000000',
-    RATE_LIMIT_READS_PER_MIN: '1000000',
-  };
-  const base = `http://127.0.0.1:${rig.port}`;
-  const unexpectedExits: string[] = [];
-  const bootFailures: string[] = [];
-
-  const killNow = async (): Promise<void> => {
-    const p = proc;
-    if (!p) return;
-    proc = null;
-    p.killedByUs = true;
-    p.child.kill('SIGKILL');
-    await p.exited;
-  };
-  const launch = (): Proc => {
-    const p = spawnService(env);
-    proc = p;
-    void p.exited.then(({ code, signal }) => {
-      if (p.killedByUs) return;
-      const what = `exit ${code ?? signal} ${p.ready ? 'while running' : 'during boot'} (${Date.now() - t0} ms): ${p.stderr.trim().slice(-600) || p.tail.slice(-5).join('\n')}`;
-      (p.ready ? unexpectedExits : bootFailures).push(what);
-      if (proc === p) proc = null;
-    });
-    return p;
-  };
-  let firstStartMs: number | undefined;
-  let slowestStartMs = 0;
-  /** Spawns until one is listening (a boot that fails on its own is counted and retried, as a process manager would). */
-  const up = async (): Promise<void> => {
-    for (let attempt = 0; attempt < 30; attempt++) {
-      const p = proc ?? launch();
-      const limitMs = firstStartMs === undefined ? FIRST_START_LIMIT_MS : Math.max(MIN_START_LIMIT_MS, START_LIMIT_FACTOR * firstStartMs);
-      const r = await Promise.race([p.readyP.then(() => 'up'), p.exited.then(() => 'exited'), sleep(limitMs).then(() => 'timeout')]);
-      if (r === 'up') {
-        const tookMs = Date.now() - p.spawnedAt;
-        firstStartMs ??= tookMs;
-        slowestStartMs = Math.max(slowestStartMs, tookMs);
-        return;
-      }
-      if (r === 'timeout') throw new Error(`seed ${SEED}: the service did not start within ${limitMs} ms:\n${p.stderr.trim().slice(-600) || p.tail.slice(-5).join('\n')}`);
-      if (proc === p) proc = null;
-    }
-    throw new Error(`seed ${SEED}: the service failed to boot 30 times in a row:\n${bootFailures.slice(-3).join('\n')}`);
-  };
+  const rig = await startCrashRig({
+    simStepMs: SIM_STEP_MS,
+    seed: SEED,
+    t0,
+    logFile: LOG_FILE,
+    firstStartLimitMs: FIRST_START_LIMIT_MS,
+    minStartLimitMs: MIN_START_LIMIT_MS,
+    startLimitFactor: START_LIMIT_FACTOR,
+  });
+  crash = rig;
+  const { sims, base, launch, up, killNow, unexpectedExits, bootFailures } = rig;
 
   // ---- Setup: a customer on carrier A, its plan raised, every far end's scenario.
   launch();
   await up();
   const server = remote(base);
   const customer: Customer = await newCustomer({ sims, server } as CallStack, 'twilio');
-  const admin = spawnSync(process.execPath, ['--import', 'tsx', 'admin.ts', 'set-plan', customer.accountId, 'enterprise', String(ACCOUNT_LIMIT)], {
-    cwd: root,
-    env: { ...process.env, DATA_DIR: rig.dataDir },
-    encoding: 'utf8',
-  });
-  expect(admin.status, admin.stderr).toBe(0);
+  rig.setPlan(customer.accountId, ACCOUNT_LIMIT);
   await sleep(1100); // the service re-reads a plan changed by another process within a second
   for (const x of recipients) sims.twilio.scenario(x.phone, scenarioOf(x));
   const byPhone = new Map(recipients.map((x) => [x.phone, x]));
 
   // The callees: an answered call is hung up by the far end after its hold time.
-  const hungUp = new Set<string>();
-  const callees = setInterval(() => {
-    const now = sims!.twilio.clock.now();
-    for (const c of sims!.twilio.calls.values()) {
-      const x = byPhone.get(c.to);
-      if (!x || hungUp.has(c.sid) || c.status !== 'in-progress' || c.answeredAt === null || now - c.answeredAt < x.ms) continue;
-      hungUp.add(c.sid);
-      sims!.twilio.hangup(c.sid).catch(() => {});
-    }
-  }, 20);
-  cleanups.push(() => clearInterval(callees));
+  const stopCallees = rig.hangUpAnswered((to) => byPhone.get(to)?.ms, 20);
 
   // ---- The campaign: created with an Idempotency-Key, retried until it has its answer.
   const createBody = { agent_id: customer.agentId, from_number: customer.number, prompt: 'Remind {name} of tomorrow’s appointment.', recipients: requestRows, skip_invalid: true, max_concurrent: MAX_CONCURRENT, name: `crash ${SEED}` };
@@ -343,17 +208,17 @@ it(`a ${RECIPIENTS}-recipient campaign dials each recipient exactly once through
   const campaignId = created.campaign_id as string;
 
   // ---- The kills.
-  const dialsSoFar = (): number => sims!.twilio.dialRequests().length;
-  const liveAtCarrier = (): number => [...sims!.twilio.calls.values()].filter((c) => !FINAL.has(c.status)).length;
+  const dialsSoFar = (): number => sims.twilio.dialRequests().length;
+  const liveAtCarrier = (): number => [...sims.twilio.calls.values()].filter((c) => !FINAL.has(c.status)).length;
   const killLog: { at: number; mode: string; ready: boolean; dialsInCycle: number; dialsTotal: number; liveAtCarrier: number; capped: boolean }[] = [];
   for (let k = 0; k < kills.length; k++) {
     const kill = kills[k]!;
-    if (!proc) launch();
+    if (!rig.proc) launch();
     const cycleDials = dialsSoFar();
     let capped = false;
     if (kill.mode === 'boot') {
       // Anywhere in the boot: restoring the campaign and its calls, resuming their intents.
-      await Promise.race([sleep(Math.round(kill.bootShare * (firstStartMs ?? 1500))), proc!.exited]);
+      await Promise.race([sleep(Math.round(kill.bootShare * (rig.firstStartMs ?? 1500))), rig.proc!.exited]);
     } else {
       await up();
       const readyDials = dialsSoFar();
@@ -362,7 +227,7 @@ it(`a ${RECIPIENTS}-recipient campaign dials each recipient exactly once through
       capped = dialsSoFar() - readyDials < kill.dials;
       await sleep(kill.jitterMs);
     }
-    killLog.push({ at: Date.now() - t0, mode: kill.mode, ready: proc?.ready ?? false, dialsInCycle: dialsSoFar() - cycleDials, dialsTotal: dialsSoFar(), liveAtCarrier: liveAtCarrier(), capped });
+    killLog.push({ at: Date.now() - t0, mode: kill.mode, ready: rig.proc?.ready ?? false, dialsInCycle: dialsSoFar() - cycleDials, dialsTotal: dialsSoFar(), liveAtCarrier: liveAtCarrier(), capped });
     await killNow();
   }
   const chaosMs = Date.now() - t0;
@@ -376,16 +241,8 @@ it(`a ${RECIPIENTS}-recipient campaign dials each recipient exactly once through
     if (reader.open) reader.close();
   });
   const count = (sql: string, ...args: unknown[]): number => (reader.prepare(sql).get(...args) as { n: number }).n;
-  const metric = async (name: string): Promise<number> => {
-    try {
-      const text = await (await fetch(`${base}/metrics`)).text();
-      const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-      return line === undefined ? NaN : Number(line.slice(name.length + 1));
-    } catch {
-      return NaN;
-    }
-  };
-  const ours = () => [...sims!.twilio.calls.values()].filter((c) => byPhone.has(c.to));
+  const { metric } = rig;
+  const ours = () => [...sims.twilio.calls.values()].filter((c) => byPhone.has(c.to));
   const campaignStatus = (): string | undefined => (reader.prepare('SELECT status FROM batch_campaigns WHERE id = ?').get(campaignId) as { status: string } | undefined)?.status;
   const settledNow = async (): Promise<boolean> =>
     campaignStatus() !== 'running' &&
@@ -398,7 +255,7 @@ it(`a ${RECIPIENTS}-recipient campaign dials each recipient exactly once through
   let settled = false;
   while (Date.now() < settleUntil && !(settled = await settledNow())) await sleep(200);
   const settledAt = Date.now() - t0;
-  clearInterval(callees);
+  stopCallees();
 
   // ---- The verdict.
   const problems: string[] = [];
@@ -495,14 +352,7 @@ it(`a ${RECIPIENTS}-recipient campaign dials each recipient exactly once through
   if (!record?.started_at || !record?.completed_at) bad(null, `started_at ${record?.started_at}, completed_at ${record?.completed_at}`);
 
   // (4) never more than max_concurrent up at once at the carrier.
-  const edges = ours().flatMap((c) => [
-    [c.createdAt, 1],
-    [c.endedAt ?? Infinity, -1],
-  ]) as [number, number][];
-  edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
-  let up0 = 0;
-  let peak = 0;
-  for (const [, d] of edges) peak = Math.max(peak, (up0 += d));
+  const peak = peakConcurrent(ours());
   if (peak > MAX_CONCURRENT) bad(null, `${peak} calls up at once at the carrier, max_concurrent ${MAX_CONCURRENT}`);
 
   // (5) nothing left behind.
@@ -537,7 +387,7 @@ it(`a ${RECIPIENTS}-recipient campaign dials each recipient exactly once through
     dialsAtLastKill,
     dialsPerCycle: killLog.map((k) => k.dialsInCycle).join(' '),
     bootFailures: bootFailures.length,
-    startMs: { first: firstStartMs, slowest: slowestStartMs },
+    startMs: { first: rig.firstStartMs, slowest: rig.slowestStartMs },
     create: createTrace.join(' '),
     chaosMs,
     finalBootAt,
@@ -548,7 +398,7 @@ it(`a ${RECIPIENTS}-recipient campaign dials each recipient exactly once through
     outcomes: { ...outcomes, neverSent: outcomes.neverSent.length },
     record: record && { status: record.status, completed: record.completed_count, failed: record.failed_count, voicemail: record.voicemail_count },
     dials: sims.twilio.dialRequests().length,
-    serviceErrors: Object.fromEntries(logStats.errorLines),
+    serviceErrors: Object.fromEntries(rig.errorLines),
   };
   console.log(`[campaign-crash] ${JSON.stringify(summary)}`);
   if (problems.length > 0) {

@@ -42,18 +42,13 @@
 //   CRASH_KILLS     SIGKILLs during the chaos (default 20; never fewer than 20)
 //   CRASH_REQUESTS  outbound requests (default 60)
 //   CRASH_LOG       a file to append every service log line to (for digging into a failure)
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { appendFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterAll, expect, it } from 'vitest';
-import { newCustomer, startSims, type CallStack, type Customer } from '../helpers/calls.ts';
-import { mulberry32 } from '../sim/sim-http.ts';
+import { newCustomer, type CallStack, type Customer } from '../helpers/calls.ts';
 import type { TwilioScenario, TwilioSimCall } from '../sim/twilio-calls.ts';
 import { TWILIO_ENDPOINTS } from '../sim/twilio-sim.ts';
-import { remote, serviceRig, sleep, type ServiceRig } from './support.ts';
-
-const root = fileURLToPath(new URL('../..', import.meta.url));
+import { seededStreams, startCrashRig, uniform, type CrashRig } from './crash-harness.ts';
+import { remote, sleep } from './support.ts';
 
 const SEED = process.env.CRASH_SEED ? Number(process.env.CRASH_SEED) >>> 0 : (Math.floor(Math.random() * 2 ** 32) >>> 0);
 const KILLS = Math.max(20, Number(process.env.CRASH_KILLS ?? 20) || 20);
@@ -97,12 +92,7 @@ const FINAL = new Set(['completed', 'busy', 'no-answer', 'failed', 'canceled']);
 console.log(`[outbound-crash] CRASH_SEED=${SEED} CRASH_KILLS=${KILLS} CRASH_REQUESTS=${REQUESTS}`);
 
 /** An independent PRNG stream per purpose, so one purpose's draws do not shift another's. */
-const stream = (name: string): (() => number) => {
-  let h = 0x811c9dc5 ^ SEED;
-  for (const ch of name) h = Math.imul(h ^ ch.charCodeAt(0), 0x01000193);
-  return mulberry32(h >>> 0);
-};
-const uniform = (rnd: () => number, [lo, hi]: [number, number]): number => Math.round(lo + rnd() * (hi - lo));
+const stream = seededStreams(SEED);
 
 // ---- The plan -----------------------------------------------------------------------
 
@@ -189,151 +179,39 @@ function scenarioOf(req: Req): TwilioScenario {
 
 // ---- The service process ------------------------------------------------------------
 
-interface Proc {
-  child: ChildProcess;
-  spawnedAt: number;
-  ready: boolean;
-  readyP: Promise<void>;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  killedByUs: boolean;
-  stderr: string;
-  tail: string[];
-}
-
-const logStats = { busy: 0, commitFailed: 0, errorLines: new Map<string, number>() };
-
-function spawnService(env: Record<string, string>): Proc {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
-    cwd: root,
-    env: { ...process.env, HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let resolveReady: () => void = () => {};
-  const p: Proc = {
-    child,
-    spawnedAt: Date.now(),
-    ready: false,
-    readyP: new Promise<void>((r) => (resolveReady = r)),
-    exited: new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal }))),
-    killedByUs: false,
-    stderr: '',
-    tail: [],
-  };
-  child.stderr!.on('data', (d) => (p.stderr = (p.stderr + String(d)).slice(-4000)));
-  let buffered = '';
-  child.stdout!.on('data', (d) => {
-    if (LOG_FILE) appendFileSync(LOG_FILE, String(d));
-    buffered += String(d);
-    let nl: number;
-    while ((nl = buffered.indexOf('\n')) >= 0) {
-      const line = buffered.slice(0, nl);
-      buffered = buffered.slice(nl + 1);
-      p.tail.push(line);
-      if (p.tail.length > 200) p.tail.shift();
-      if (line.includes('SQLITE_BUSY') || line.includes('database is locked')) logStats.busy++;
-      if (line.includes('commit failed')) logStats.commitFailed++;
-      if (line.includes('"level":50') || line.includes('"level":60')) {
-        try {
-          const j = JSON.parse(line) as { msg?: string; err?: { code?: string } };
-          const k = `${j.msg ?? '?'}${j.err?.code ? ` (${j.err.code})` : ''}`;
-          logStats.errorLines.set(k, (logStats.errorLines.get(k) ?? 0) + 1);
-        } catch {
-          // not JSON
-        }
-      }
-      if (!p.ready && line.includes('"switchboard listening"')) {
-        p.ready = true;
-        resolveReady();
-      }
-    }
-  });
-  return p;
-}
+/** The service's log lines that tell of the lock holder's work (counted for the summary). */
+const logStats = { busy: 0, commitFailed: 0 };
+const countLockLines = (line: string): void => {
+  if (line.includes('SQLITE_BUSY') || line.includes('database is locked')) logStats.busy++;
+  if (line.includes('commit failed')) logStats.commitFailed++;
+};
 
 // ---- The test -----------------------------------------------------------------------
 
-let sims: Awaited<ReturnType<typeof startSims>> | undefined;
-let rig: ServiceRig | undefined;
-let proc: Proc | null = null;
+let crash: CrashRig | undefined;
 /** Stops the test's own timers and connections, also when it failed half-way. */
 const cleanups: (() => void | Promise<void>)[] = [];
 afterAll(async () => {
   for (const c of cleanups.splice(0)) await c();
-  if (proc) {
-    proc.killedByUs = true;
-    proc.child.kill('SIGKILL');
-    await proc.exited;
-  }
-  await rig?.close();
-  await sims?.close();
+  await crash?.close();
 });
 
 it(`outbound calls survive SIGKILLs, lost and slow dial answers and failing writes (seed ${SEED})`, { timeout: TEST_TIMEOUT_MS }, async () => {
   const t0 = Date.now();
   const { reqs, kills } = makePlan();
-  sims = await startSims(40);
-  // The rig gives the fixed port, the data folder and the carriers' routing to it; this
-  // test runs the process itself, so it can kill it mid-boot too.
-  rig = await serviceRig(sims);
-  const env = {
-    ...sims.env,
-    DATA_DIR: rig.dataDir,
-    PORT: String(rig.port),
-    MEDIA_ENGINE: 'echo',
-    KEY_CREATION_PER_HOUR_PER_IP: '10000',
-    RATE_LIMIT_WRITES_PER_MIN: '1000000',
-    RATE_LIMIT_READS_PER_MIN: '1000000',
-    SQLITE_BUSY_TIMEOUT_MS: String(BUSY_TIMEOUT_MS),
-  };
-  const base = `http://127.0.0.1:${rig.port}`;
-  const unexpectedExits: string[] = [];
-  const bootFailures: string[] = [];
-
-  const killNow = async (): Promise<void> => {
-    const p = proc;
-    if (!p) return;
-    proc = null;
-    p.killedByUs = true;
-    p.child.kill('SIGKILL');
-    await p.exited;
-  };
-  const watchExit = (p: Proc): void => {
-    void p.exited.then(({ code, signal }) => {
-      if (p.killedByUs) return;
-      const what = `exit ${code ?? signal} ${p.ready ? 'while running' : 'during boot'} (${Date.now() - t0} ms): ${p.stderr.trim().slice(-600) || p.tail.slice(-5).join('\n')}`;
-      (p.ready ? unexpectedExits : bootFailures).push(what);
-      if (proc === p) proc = null;
-    });
-  };
-  const launch = (): Proc => {
-    const p = spawnService(env);
-    proc = p;
-    watchExit(p);
-    return p;
-  };
-  /** Spawn to listening, of the first start (see FIRST_START_LIMIT_MS). */
-  let firstStartMs: number | undefined;
-  let slowestStartMs = 0;
-  /** Spawns until one is listening (a boot that fails on its own is counted and retried, as a process manager would). */
-  const up = async (): Promise<void> => {
-    for (let attempt = 0; attempt < 30; attempt++) {
-      const p = proc ?? launch();
-      const limitMs = firstStartMs === undefined ? FIRST_START_LIMIT_MS : Math.max(MIN_START_LIMIT_MS, START_LIMIT_FACTOR * firstStartMs);
-      const r = await Promise.race([p.readyP.then(() => 'up'), p.exited.then(() => 'exited'), sleep(limitMs).then(() => 'timeout')]);
-      if (r === 'up') {
-        const tookMs = Date.now() - p.spawnedAt;
-        firstStartMs ??= tookMs;
-        slowestStartMs = Math.max(slowestStartMs, tookMs);
-        return;
-      }
-      if (r === 'timeout') {
-        const first = firstStartMs === undefined ? 'the first start' : `${START_LIMIT_FACTOR} × the first start's ${firstStartMs} ms`;
-        throw new Error(`seed ${SEED}: the service did not start within ${limitMs} ms (${first}):\n${p.stderr.trim().slice(-600) || p.tail.slice(-5).join('\n')}`);
-      }
-      if (proc === p) proc = null;
-    }
-    throw new Error(`seed ${SEED}: the service failed to boot 30 times in a row:\n${bootFailures.slice(-3).join('\n')}`);
-  };
+  const rig = await startCrashRig({
+    simStepMs: 40,
+    env: { SQLITE_BUSY_TIMEOUT_MS: String(BUSY_TIMEOUT_MS) },
+    seed: SEED,
+    t0,
+    logFile: LOG_FILE,
+    firstStartLimitMs: FIRST_START_LIMIT_MS,
+    minStartLimitMs: MIN_START_LIMIT_MS,
+    startLimitFactor: START_LIMIT_FACTOR,
+    onLine: countLockLines,
+  });
+  crash = rig;
+  const { sims, base, launch, up, killNow, unexpectedExits, bootFailures } = rig;
 
   // ---- Setup, before any chaos: two customers on carrier A, their plans.
   launch();
@@ -344,30 +222,13 @@ it(`outbound calls survive SIGKILLs, lost and slow dial answers and failing writ
     high: await newCustomer(stack, 'twilio'),
     low: await newCustomer(stack, 'twilio'),
   };
-  for (const [who, limit] of [['high', 1000], ['low', LOW_LIMIT]] as const) {
-    const admin = spawnSync(process.execPath, ['--import', 'tsx', 'admin.ts', 'set-plan', customers[who].accountId, 'enterprise', String(limit)], {
-      cwd: root,
-      env: { ...process.env, DATA_DIR: rig.dataDir },
-      encoding: 'utf8',
-    });
-    expect(admin.status, admin.stderr).toBe(0);
-  }
+  for (const [who, limit] of [['high', 1000], ['low', LOW_LIMIT]] as const) rig.setPlan(customers[who].accountId, limit);
   await sleep(1100); // the service re-reads a plan changed by another process within a second
   for (const r of reqs) sims.twilio.scenario(r.to, scenarioOf(r));
   const byTo = new Map(reqs.map((r) => [r.to, r]));
 
   // ---- The callees: an answered call is hung up by the far end after its hold time.
-  const hungUp = new Set<string>();
-  const callees = setInterval(() => {
-    const now = sims!.twilio.clock.now();
-    for (const c of sims!.twilio.calls.values()) {
-      const r = byTo.get(c.to);
-      if (!r || hungUp.has(c.sid) || c.status !== 'in-progress' || c.answeredAt === null || now - c.answeredAt < r.holdMs) continue;
-      hungUp.add(c.sid);
-      sims!.twilio.hangup(c.sid).catch(() => {});
-    }
-  }, 50);
-  cleanups.push(() => clearInterval(callees));
+  const stopCallees = rig.hangUpAnswered((to) => byTo.get(to)?.holdMs, 50);
 
   // ---- The clients: each request retried with its key until it has an answer.
   let inFlight = 0;
@@ -452,14 +313,14 @@ it(`outbound calls survive SIGKILLs, lost and slow dial answers and failing writ
   const killLog: { at: number; mode: string; delayMs: number; ready: boolean; inFlight: number; liveAtCarrier: number }[] = [];
   for (let k = 0; k < kills.length; k++) {
     const { mode, delayMs } = kills[k]!;
-    if (!proc) launch();
+    if (!rig.proc) launch();
     if (mode === 'run') await up();
     for (const r of reqs) {
       if (r.cycle !== k) continue;
       sending.push(sleep(r.offsetMs).then(() => send(r)));
     }
     await sleep(delayMs);
-    killLog.push({ at: Date.now() - t0, mode, delayMs, ready: proc?.ready ?? false, inFlight, liveAtCarrier: [...sims.twilio.calls.values()].filter((c) => !FINAL.has(c.status)).length });
+    killLog.push({ at: Date.now() - t0, mode, delayMs, ready: rig.proc?.ready ?? false, inFlight, liveAtCarrier: [...sims.twilio.calls.values()].filter((c) => !FINAL.has(c.status)).length });
     await killNow();
   }
   const chaosMs = Date.now() - t0;
@@ -495,16 +356,8 @@ it(`outbound calls survive SIGKILLs, lost and slow dial answers and failing writ
       .prepare(`SELECT call_id, internal_id, account_id, to_number, call_status, carrier_call_id, started_at, ended_at, ended_reason FROM calls WHERE account_id IN (?, ?)`)
       .all(...accountIds) as Row[];
   const count = (sql: string): number => (reader.prepare(sql).get() as { n: number }).n;
-  const metric = async (name: string): Promise<number> => {
-    try {
-      const text = await (await fetch(`${base}/metrics`)).text();
-      const line = text.split('\n').find((l) => l.startsWith(`${name} `));
-      return line === undefined ? NaN : Number(line.slice(name.length + 1));
-    } catch {
-      return NaN;
-    }
-  };
-  const ourCalls = (): TwilioSimCall[] => [...sims!.twilio.calls.values()].filter((c) => byTo.has(c.to));
+  const { metric } = rig;
+  const ourCalls = (): TwilioSimCall[] => [...sims.twilio.calls.values()].filter((c) => byTo.has(c.to));
   const settledNow = async (): Promise<boolean> =>
     reqs.every((r) => r.answer !== null) &&
     ourCalls().every((c) => FINAL.has(c.status)) &&
@@ -521,7 +374,7 @@ it(`outbound calls survive SIGKILLs, lost and slow dial answers and failing writ
   // period for that, then every snapshot must be done and no call actor live.
   const graceUntil = Date.now() + 3000;
   while (Date.now() < graceUntil && (count('SELECT COUNT(*) AS n FROM actor_snapshots WHERE done = 0') > 0 || (await metric('switchboard_call_actors')) !== 0)) await sleep(200);
-  clearInterval(callees);
+  stopCallees();
 
   // ---- (5) Replays: every request again with its key gives back its first answer, and dials nothing.
   const dialsBeforeReplay = sims.twilio.dialRequests().length;
@@ -718,7 +571,7 @@ it(`outbound calls survive SIGKILLs, lost and slow dial answers and failing writ
     killsWithRequestsInFlight: killLog.filter((k) => k.inFlight > 0).length,
     killsWithCallsLiveAtCarrier: killLog.filter((k) => k.liveAtCarrier > 0).length,
     bootFailures: bootFailures.length,
-    startMs: { first: firstStartMs, slowest: slowestStartMs },
+    startMs: { first: rig.firstStartMs, slowest: rig.slowestStartMs },
     chaosMs,
     finalBootAt,
     settled,
@@ -729,7 +582,7 @@ it(`outbound calls survive SIGKILLs, lost and slow dial answers and failing writ
     otherRequests: Object.fromEntries(otherFaultCounts),
     attempts: reqs.reduce((n, r) => n + r.attempts, 0),
     lock: lockStats,
-    serviceLog: { busy: logStats.busy, commitFailed: logStats.commitFailed, errors: Object.fromEntries(logStats.errorLines) },
+    serviceLog: { busy: logStats.busy, commitFailed: logStats.commitFailed, errors: Object.fromEntries(rig.errorLines) },
     endedAtDiffMs: absDiffs.length ? { median: absDiffs[absDiffs.length >> 1], max: absDiffs.at(-1) } : null,
     counts,
   };
