@@ -145,6 +145,16 @@ describe('examples', () => {
     expect(nextWindowClosing(utc('2024-04-06T14:45:00Z'), autumn)).toBe(utc('2024-04-06T15:45:00Z'));
   });
 
+  it('America/Nuuk, the evening after its fall-back: the overnight window opened the night before is still open (the model agrees)', () => {
+    const w = win('America/Nuuk', 1439, 1438);
+    const at = utc('2030-10-28T01:00:00Z'); // Sunday 27 October, 23:00 -02:00; the clock went back at 01:00Z that morning
+    expect(isWindowOpen(at, w)).toBe(true);
+    expect(nextWindowClosing(at, w)).toBe(utc('2030-10-28T01:58:00Z'));
+    const model = new WindowOracle(w, at, at + 3 * DAY);
+    expect(model.isOpen(at)).toBe(true);
+    expect(model.nextClosing(at)).toBe(utc('2030-10-28T01:58:00Z'));
+  });
+
   it('scheduled dates begin at local midnight, or where a change at midnight skips it', () => {
     expect(scheduledDateDue('2024-06-01', 'Europe/London')).toBe(utc('2024-05-31T23:00:00Z'));
     expect(scheduledDateDue('2024-01-01', 'Asia/Kolkata')).toBe(utc('2023-12-31T18:30:00Z'));

@@ -16,7 +16,8 @@ const logLines: string[] = [];
 let stack: CallStack;
 beforeAll(async () => {
   // The service logs into this list: what a forged request leaves behind is visible.
-  const log = pino({ level: 'debug', base: null }, { write: (line: string) => void logLines.push(line) });
+  // One entry per log line: a single write may carry more than one (split on the newline pino ends each with).
+  const log = pino({ level: 'debug', base: null }, { write: (chunk: string) => void logLines.push(...chunk.split('\n').filter((l) => l !== '')) });
   stack = await startCallStack({}, undefined, { log });
 });
 afterAll(async () => {

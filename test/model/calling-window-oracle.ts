@@ -93,11 +93,17 @@ export class WindowOracle {
   private readonly from: number;
   private readonly to: number;
 
-  /** Answers for instants in [from, to]; reads the clock two days either side. */
+  /**
+   * Answers for instants in [from, to]; reads the clock three days either side. Two were
+   * not enough: a window opening late on the day before `from` (overnight, up to a day
+   * long) must be seen, and with an hour given back between, two days before `from` can
+   * be that day's very first minute, which `datesOf` skips (a seeded run found it:
+   * America/Nuuk, 23:59–23:58, the day after its fall-back).
+   */
   constructor(readonly window: CallingWindow, from: number, to: number) {
     this.from = from;
     this.to = to;
-    const clock = new Clock(window.timezone, from - 2 * DAY, to + 2 * DAY);
+    const clock = new Clock(window.timezone, from - 3 * DAY, to + 3 * DAY);
     const hasTimes = window.startMinutes !== null && window.endMinutes !== null;
     const start = window.startMinutes ?? 0;
     const end = window.endMinutes ?? 0;
