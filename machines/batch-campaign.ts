@@ -18,7 +18,7 @@
 // `placing + placed - ended` either way.
 import { assign, enqueueActions, setup, type EventObject, type SnapshotFrom } from 'xstate';
 import type { CampaignEvent, CampaignInput } from './batch-campaign-events.ts';
-import { isWindowOpen, nextWindowClosing, nextWindowOpening } from './calling-window.ts';
+import { isWindowOpen, windowState } from './calling-window.ts';
 
 /** Stored with every snapshot; a snapshot of another version is migrated or abandoned. */
 export const CAMPAIGN_MACHINE_VERSION = 1;
@@ -95,15 +95,10 @@ export const campaignMachine = setup({
       return { placing: context.placing - 1, returned: [...context.returned, e.seq], error: { code: e.code, message: e.message } };
     }),
     // The window's next closing (open now) or opening (closed now), as the one `window` deadline; none when it never comes.
-    armWindowClose: enqueueing<never>(({ context, event, enqueue }) => {
-      const at = nextWindowClosing(timeOf(context, event), context.window);
+    armWindow: enqueueing<never>(({ context, event, enqueue }) => {
+      const { open, changesAt: at } = windowState(timeOf(context, event), context.window);
       if (at === null) enqueue({ type: 'cancelDeadline', params: { name: 'window' } });
-      else enqueue({ type: 'scheduleDeadline', params: { name: 'window', dueAt: at, event: { type: 'WINDOW.CLOSE', at } } });
-    }),
-    armWindowOpen: enqueueing<never>(({ context, event, enqueue }) => {
-      const at = nextWindowOpening(timeOf(context, event), context.window);
-      if (at === null) enqueue({ type: 'cancelDeadline', params: { name: 'window' } });
-      else enqueue({ type: 'scheduleDeadline', params: { name: 'window', dueAt: at, event: { type: 'WINDOW.OPEN', at } } });
+      else enqueue({ type: 'scheduleDeadline', params: { name: 'window', dueAt: at, event: { type: open ? 'WINDOW.CLOSE' : 'WINDOW.OPEN', at } } });
     }),
   },
   guards: {
@@ -129,7 +124,7 @@ export const campaignMachine = setup({
       on: {
         LAUNCH: { target: 'running', actions: [{ type: 'cancelDeadline', params: { name: 'due' } }, { type: 'cancelDeadline', params: { name: 'window' } }] },
         // Due: it launches if its window is open, else at the window's next opening.
-        DUE: [{ guard: 'windowOpen', target: 'running' }, { actions: 'armWindowOpen' }],
+        DUE: [{ guard: 'windowOpen', target: 'running' }, { actions: 'armWindow' }],
         'WINDOW.OPEN': { guard: 'windowOpen', target: 'running' },
         CANCEL: { target: 'cancelled', actions: [{ type: 'cancelDeadline', params: { name: 'due' } }, { type: 'cancelDeadline', params: { name: 'window' } }] },
       },
@@ -156,7 +151,7 @@ export const campaignMachine = setup({
         deciding: { always: [{ guard: 'windowOpen', target: 'dialing' }, { target: 'paused' }] },
         // Open: place while there is room; its closing is a durable deadline.
         dialing: {
-          entry: ['fill', 'armWindowClose'],
+          entry: ['fill', 'armWindow'],
           on: {
             PLACED: { actions: ['takePlaced', 'fill'] },
             SKIPPED: { actions: ['takeSkipped', 'fill'] },
@@ -182,7 +177,7 @@ export const campaignMachine = setup({
         },
         // Closed: no new dial; calls already placed go on. Its opening is a durable deadline.
         paused: {
-          entry: 'armWindowOpen',
+          entry: 'armWindow',
           on: { DEFERRED: { actions: 'takeDeferred' } },
         },
       },

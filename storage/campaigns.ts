@@ -127,7 +127,6 @@ export function createCampaignsRepo(db: Db, secrets: SecretBox) {
     "UPDATE campaign_recipients SET state = 'pending', call_id = NULL, placed_at = NULL WHERE call_id = ? AND state = 'placed' AND attempts < ? RETURNING seq",
   );
   const cancelPending = db.prepare("UPDATE campaign_recipients SET state = 'cancelled', ended_at = ? WHERE campaign_id = ? AND state = 'pending'");
-  const placedOf = db.prepare<[string], RecipientRow>("SELECT * FROM campaign_recipients WHERE campaign_id = ? AND state = 'placed' ORDER BY seq");
 
   return {
     /** The campaign and all its recipients; call it inside the creating transaction. */
@@ -213,10 +212,6 @@ export function createCampaignsRepo(db: Db, secrets: SecretBox) {
     /** Cancels every recipient not yet placed; how many. Inside the campaign's cancelling commit. */
     cancelPending(campaignId: string, at: number): number {
       return cancelPending.run(at, campaignId).changes;
-    },
-    /** Recipients whose call is placed and not ended (a restored campaign's calls in flight). */
-    placed(campaignId: string): RecipientRow[] {
-      return placedOf.all(campaignId);
     },
   };
 }

@@ -78,6 +78,8 @@ export interface CallKindDeps {
 export interface CallEnd {
   /** Its dial's answer was lost and the carrier has no such call: it was never placed (machines/call.ts endNotPlaced). */
   neverPlaced: boolean;
+  /** The batch campaign that placed it; null for every other call (listeners skip those without a read). */
+  campaignId: string | null;
 }
 
 export function callKind(deps: CallKindDeps): ActorKind<typeof callMachine> {
@@ -97,7 +99,7 @@ export function callKind(deps: CallKindDeps): ActorKind<typeof callMachine> {
         const ends = deps.ended !== undefined && row.endedAt !== null && (w.first || storage.calls.getByInternalId(ctx.id)?.ended_at == null);
         storage.calls.save(row, w.first ? deps.takeMediaToken(ctx.id) : null);
         if (connects) deps.connected!(ctx.id, w.now);
-        if (ends) deps.ended!(ctx.id, ctx.accountId, w.now, { neverPlaced: ctx.carrierError?.['outcome'] === 'not_placed' });
+        if (ends) deps.ended!(ctx.id, ctx.accountId, w.now, { neverPlaced: ctx.carrierError?.['outcome'] === 'not_placed', campaignId: ctx.campaignId });
       }
       // The per-call prompt lives only while the call is queued or live.
       if (snap.hasTag(CALL_TAGS.finished)) storage.callPrompts.erase(ctx.id);
@@ -134,7 +136,7 @@ export function callKind(deps: CallKindDeps): ActorKind<typeof callMachine> {
         chargedMinutes: 0,
       });
       storage.callPrompts.erase(actorId);
-      deps.ended?.(actorId, accountId, now, { neverPlaced: false });
+      deps.ended?.(actorId, accountId, now, { neverPlaced: false, campaignId: (p.context as Partial<CallContext>).campaignId ?? null });
     },
   };
 }

@@ -133,7 +133,7 @@ export function createCallSystem(deps: CallSystemDeps) {
         const row = callRowOf(ctx, now);
         if (row.endedAt === null && !discarded.has(ctx.id)) {
           storage.calls.save({ ...row, callStatus: ctx.startedAt !== null ? 'completed' : 'failed', endedReason: 'failed', endedAt: now, durationMs: ctx.startedAt !== null ? now - ctx.startedAt : 0 });
-          commitEnd(ctx.id, ctx.accountId, now, { neverPlaced: false });
+          commitEnd(ctx.id, ctx.accountId, now, { neverPlaced: false, campaignId: ctx.campaignId });
         }
         storage.snapshots.markDone(ctx.accountId, ctx.id, now);
         storage.deadlines.cancelAll(ctx.id);

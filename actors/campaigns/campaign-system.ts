@@ -56,6 +56,8 @@ export function createCampaignSystem(deps: CampaignSystemDeps) {
 
   // The end of a campaign's call, committed with the call's last commit (see the header).
   calls.onCallEnded((internalId, accountId, now, end) => {
+    // Most calls are no campaign's: no read for them.
+    if (end.campaignId === null) return;
     const call = storage.calls.getByInternalId(internalId);
     if (!call || call.campaign_id === null) return;
     // Never placed at the carrier: its recipient was not dialed, so while the campaign runs

@@ -9,8 +9,8 @@
 // given its recipient back: see campaign-system.ts).
 // Pull, not push: a call is placed only when the account has a slot free for it, one
 // slot kept for inbound calls (INBOUND_RESERVE); otherwise the recipient goes back in line.
-import { createHash } from 'node:crypto';
 import type { Storage } from '../../storage/index.ts';
+import { derivedPrefixedId } from '../../storage/ids.ts';
 import type { EffectHandler } from '../runtime/actor-kind.ts';
 import type { CallSystem } from '../calls/call-system.ts';
 import { placeOutboundCall } from '../calls/place-outbound-call.ts';
@@ -39,13 +39,7 @@ export interface PlaceRecipientDeps {
  * The id of the call an intent places: `call_` and 24 base62 characters of a hash of the
  * intent's id (which holds the campaign's random id), as unguessable as the campaign's.
  */
-export function campaignCallId(intentId: string): string {
-  const digest = createHash('sha256').update(`campaign-call:${intentId}`).digest();
-  const ALPHABET = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
-  let out = '';
-  for (let i = 0; out.length < 24; i++) out += ALPHABET[digest[i]! % 62];
-  return `call_${out}`;
-}
+export const campaignCallId = (intentId: string): string => derivedPrefixedId('call', `campaign-call:${intentId}`);
 
 /** Variables as the prompt lists them: every value as text. */
 function asText(variables: Record<string, unknown>): Record<string, string> {

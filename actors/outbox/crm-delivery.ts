@@ -17,6 +17,7 @@ import type { DeliveryRow } from '../../storage/webhook-deliveries.ts';
 import { addNote, isSuccess, listNotes, upsertContact, type CrmAnswer, type CrmContactsTarget } from '../../voice/providers/crm-contacts.ts';
 import { CRM_UPSERT_PATH, crmSyncJobSchema } from './crm-sync-out.ts';
 import type { AttemptResult } from './webhook-retry.ts';
+import { networkReason } from '../../voice/providers/http-failure.ts';
 
 export interface CrmAttemptDeps {
   storage: Storage;
@@ -108,15 +109,4 @@ export async function attemptCrmDelivery(row: DeliveryRow, deps: CrmAttemptDeps)
     if (deadline.aborted) return { kind: 'error', message: `the CRM gave no complete answer within ${deps.timeoutMs} ms` };
     return { kind: 'error', message: `the CRM could not be reached (${networkReason(err)})` };
   }
-}
-
-/** The system error code behind a failed fetch (undici nests it in `cause`), else the message. */
-function networkReason(err: unknown): string {
-  let e: unknown = err;
-  for (let depth = 0; depth < 4 && e !== null && typeof e === 'object'; depth++) {
-    const { code } = e as { code?: unknown };
-    if (typeof code === 'string') return code;
-    e = (e as { cause?: unknown }).cause;
-  }
-  return err instanceof Error ? err.message : String(err);
 }

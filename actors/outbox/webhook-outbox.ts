@@ -27,6 +27,7 @@ import { signatureHeaders } from './webhook-signing.ts';
 import { attemptCrmDelivery } from './crm-delivery.ts';
 import { attemptRecordingFetch, type RecordingSources } from './recording-fetch.ts';
 import { DEFAULT_LANES, pickFair, type LaneSpec } from './delivery-lanes.ts';
+import { wakeTimer } from '../runtime/wake-timer.ts';
 
 /** Look at the table at least this often, whatever the timer was armed for. */
 const MAX_SLEEP_MS = 10_000;
@@ -96,15 +97,12 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
   const inFlight = new Map<string, Promise<AttemptReport | null>>();
   let pumpQueued = false;
   let running = false;
-  let timer: NodeJS.Timeout | null = null;
+  const timer = wakeTimer(() => pump(), MAX_SLEEP_MS);
   let abort = new AbortController();
   let unsubscribe: (() => void) | null = null;
 
   function armIn(ms: number): void {
-    if (!running) return;
-    if (timer !== null) clearTimeout(timer);
-    timer = setTimeout(pump, Math.min(MAX_SLEEP_MS, Math.max(0, ms)));
-    timer.unref();
+    if (running) timer.in(ms);
   }
 
   /** One look at the table after this turn's work, however many asked for it. */
@@ -119,7 +117,6 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
 
   /** Takes due rows not in flight, lane by lane within their places, and arms the timer for the next one. */
   function pump(): void {
-    timer = null;
     if (!running) return;
     try {
       // One `now` for both questions: read twice, a row falling due in between (a timer
@@ -296,8 +293,7 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
       running = false;
       unsubscribe?.();
       unsubscribe = null;
-      if (timer !== null) clearTimeout(timer);
-      timer = null;
+      timer.clear();
       abort.abort();
       await Promise.allSettled([...inFlight.values()]);
     },

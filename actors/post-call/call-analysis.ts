@@ -21,6 +21,7 @@ import { analysisResponseFormat, parseAnalysisAnswer, type ParsedAnswer } from '
 import { afterFailedAttempt, DEFAULT_ANALYSIS_RETRY_MS, maxAttemptsOf, planJob } from './analysis-plan.ts';
 import { recordAnalysisOutcome, type AnalysisOutcome } from './analysis-outcome.ts';
 import { otherPartyOf } from '../outbox/crm-sync-out.ts';
+import { wakeTimer } from '../runtime/wake-timer.ts';
 
 /** Look at the table at least this often, whatever the timer was armed for. */
 const MAX_SLEEP_MS = 5_000;
@@ -66,19 +67,15 @@ export function createCallAnalysisWorker(deps: CallAnalysisDeps): CallAnalysisWo
   const inFlight = new Map<string, Promise<void>>();
   const cooling = new Map<string, number>();
   let running = false;
-  let timer: NodeJS.Timeout | null = null;
+  const timer = wakeTimer(() => pump(), MAX_SLEEP_MS);
   let abort = new AbortController();
   let unsubscribe: (() => void) | null = null;
 
   function armIn(ms: number): void {
-    if (!running) return;
-    if (timer !== null) clearTimeout(timer);
-    timer = setTimeout(pump, Math.min(MAX_SLEEP_MS, Math.max(0, ms)));
-    timer.unref();
+    if (running) timer.in(ms);
   }
 
   function pump(): void {
-    timer = null;
     if (!running) return;
     try {
       launchDue();
@@ -197,8 +194,7 @@ export function createCallAnalysisWorker(deps: CallAnalysisDeps): CallAnalysisWo
       running = false;
       unsubscribe?.();
       unsubscribe = null;
-      if (timer !== null) clearTimeout(timer);
-      timer = null;
+      timer.clear();
       abort.abort();
       await Promise.allSettled([...inFlight.values()]);
     },

@@ -8,6 +8,7 @@
 import type { Logger } from 'pino';
 import type { DeadlineRow, DeadlinesRepo } from '../../storage/deadlines.ts';
 import type { StepResult } from './supervisor.ts';
+import { wakeTimer } from './wake-timer.ts';
 
 // Deadlines are wall-clock times, timers run on a monotonic clock: after a clock step or
 // a suspended host a long timer would fire far off, so the timer never sleeps longer
@@ -39,30 +40,20 @@ export interface Scheduler {
 
 export function createScheduler({ deadlines, clock, log, deliver, isGone, maxSleepMs }: SchedulerDeps): Scheduler {
   const MAX_DELAY_MS = maxSleepMs ?? DEFAULT_MAX_SLEEP_MS;
-  let timer: NodeJS.Timeout | null = null;
+  const timer = wakeTimer(() => tick(), MAX_DELAY_MS);
   let running = false;
 
   function armIn(ms: number): void {
-    if (!running) return;
-    if (timer !== null) clearTimeout(timer);
-    timer = setTimeout(tick, Math.min(MAX_DELAY_MS, Math.max(0, ms)));
-    timer.unref();
+    if (running) timer.in(ms);
   }
 
   function arm(): void {
     const next = deadlines.earliestDue();
-    if (next === null) {
-      if (timer !== null) clearTimeout(timer);
-      timer = null;
-      // Nothing stored: deadlines set later are found at the next poke or the next look.
-      armIn(MAX_DELAY_MS);
-      return;
-    }
-    armIn(next - clock());
+    // Nothing stored: deadlines set later are found at the next poke or the next look.
+    armIn(next === null ? MAX_DELAY_MS : next - clock());
   }
 
   function tick(): void {
-    timer = null;
     if (!running) return;
     try {
       const now = clock();
@@ -95,8 +86,7 @@ export function createScheduler({ deadlines, clock, log, deliver, isGone, maxSle
     },
     stop() {
       running = false;
-      if (timer !== null) clearTimeout(timer);
-      timer = null;
+      timer.clear();
     },
   };
 }

@@ -53,7 +53,7 @@ function describeBody(text: string): string {
 }
 
 /** The system error code behind a failed fetch (undici nests it in `cause`), else the message. */
-function networkReason(err: unknown): string {
+export function networkReason(err: unknown): string {
   let e: unknown = err;
   for (let depth = 0; depth < 4 && e !== null && typeof e === 'object'; depth++) {
     const { code } = e as { code?: unknown };
