@@ -47,6 +47,10 @@ const envSchema = z.object({
   // The durable scheduler's longest sleep between looks at the clock (deadlines fire at their time; this bounds lateness after a clock step).
   SCHEDULER_INTERVAL_MS: int(10, 60_000).default(1000),
   CALL_STARTED_DELAY_MS: int(0, 600_000).default(2000),
+  // api.md Limits: 1 message per second per sending number (the carrier's default); a number the carrier allows more can go faster.
+  SMS_SEND_INTERVAL_MS: int(0, 60_000).default(1000),
+  // A text whose send answer was lost is sent again only once the carrier's list has not shown it for this long (its lists can lag).
+  SMS_RESEND_AFTER_MS: int(0, 3_600_000).default(60_000),
   // One webhook delivery attempt, look-up to the answer's last byte (contract.md §9: 15 s).
   WEBHOOK_TIMEOUT_MS: int(100, 600_000).default(15_000),
   // Test knob: the waits between delivery attempts, comma-separated milliseconds, in place
@@ -111,6 +115,10 @@ export interface Config {
   secretsKeyHex: string | undefined;
   allowPrivateNetworkTargets: boolean;
   schedulerIntervalMs: number;
+  /** Shortest time between two texts' sends on one number. */
+  smsSendIntervalMs: number;
+  /** How long a text whose answer was lost must stay missing from the carrier's list before it is sent again. */
+  smsResendAfterMs: number;
   recordings: { retentionDays: number; sweepIntervalMs: number };
   callStartedDelayMs: number;
   webhooks: {
@@ -172,6 +180,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     secretsKeyHex: e.SECRETS_KEY,
     allowPrivateNetworkTargets: e.ALLOW_PRIVATE_NETWORK_TARGETS,
     schedulerIntervalMs: e.SCHEDULER_INTERVAL_MS,
+    smsSendIntervalMs: e.SMS_SEND_INTERVAL_MS,
+    smsResendAfterMs: e.SMS_RESEND_AFTER_MS,
     recordings: { retentionDays: e.RECORDING_RETENTION_DAYS, sweepIntervalMs: e.RECORDING_SWEEP_INTERVAL_MS },
     callStartedDelayMs: e.CALL_STARTED_DELAY_MS,
     webhooks: { timeoutMs: e.WEBHOOK_TIMEOUT_MS, retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS ?? null },

@@ -23,6 +23,8 @@ import { createCarrierKeys } from './actors/agent/engine-keypad.ts';
 import type { AppDeps } from './http/deps.ts';
 import { createCallSystem } from './actors/calls/call-system.ts';
 import { createCampaignSystem } from './actors/campaigns/campaign-system.ts';
+import { createSmsSystem } from './actors/sms/sms-system.ts';
+import { createSmsAgent } from './actors/sms/sms-agent.ts';
 import { createInspectionHub, redactEvent, type InspectionHub } from './actors/runtime/inspection-hub.ts';
 import { createWebhookOutbox } from './actors/outbox/webhook-outbox.ts';
 import { DEFAULT_RETRY_SCHEDULE_MS } from './actors/outbox/webhook-retry.ts';
@@ -116,6 +118,10 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
   const calls = createCallSystem({ storage, config, clock, log, metrics, inspection, redact: redactEvent });
   // Batch campaigns: the second kind on the calls' runtime, registered before actors are restored.
   const campaigns = createCampaignSystem({ storage, calls, clock, log, metrics });
+  // SMS: single sends, replies and in-call texts through one paced sender per number, and SMS campaigns as the third kind.
+  // Texts on numbers with sms_reply_enabled are answered by the SMS agent, with the model the calls use (none without LLM_API_KEY).
+  const smsAgent = config.llm.apiKey ? createSmsAgent({ storage, llm: config.llm, clock }) : null;
+  const sms = createSmsSystem({ storage, calls, config, clock, log, metrics, agent: smsAgent });
   // Deliveries keep their TLS connections to a receiver open and reuse them: a handshake
   // per delivery cut throughput to a quarter (BENCH_ONLY=outbox). Each socket's address
   // was checked when it connected (voice/target-request.ts), so reuse checks nothing less.
@@ -163,9 +169,9 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
     if (providers.missing.length > 0) {
       log.warn({ missing: providers.missing }, 'conversation providers not configured: calls will end at once with provider_not_configured');
     }
-    conversation = await startConversationRuntime({ providers: providers.providers, storage, contextOf: calls.contextOf, watchCall: calls.watchContext, carrierKeys, recordings, providerRecordings, config, clock, metrics, log });
+    conversation = await startConversationRuntime({ providers: providers.providers, storage, contextOf: calls.contextOf, watchCall: calls.watchContext, carrierKeys, recordings, providerRecordings, sms, config, clock, metrics, log });
   }
-  const deps: AppDeps = { config, storage, metrics, clock, calls, campaigns, webhooks, inspection, providers: providers.status, carrierKeys, isReady: () => ready };
+  const deps: AppDeps = { config, storage, metrics, clock, calls, campaigns, sms, webhooks, inspection, providers: providers.status, carrierKeys, isReady: () => ready };
   const routes = allRoutes(deps);
   let media: MediaSockets | null = null;
   let debug: DebugSockets | null = null;
@@ -222,6 +228,7 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
   flush.unref();
   await restoring;
   calls.scheduler.start();
+  sms.start();
   webhooks.start();
   analysis.start();
   retention.start();
@@ -247,6 +254,7 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
         debug?.closeAll();
         await http.close(config.shutdownGraceMs);
         calls.stop();
+        sms.stop();
         await webhooks.stop();
         // Recordings of the calls the closed streams ended are encoded and attached first.
         await recordings.idle();

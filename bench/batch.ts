@@ -68,7 +68,7 @@ const DIAL_BLOCK = 1;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const fmt = (n: number, digits = 1) => (Number.isFinite(n) ? n.toFixed(digits) : 'n/a');
 
-interface Answer {
+export interface Answer {
   status: number;
   text: string;
   body: any;
@@ -76,7 +76,7 @@ interface Answer {
 }
 
 /** One request over a keep-alive socket, timed from the write to the last byte of the answer. */
-function send(agent: http.Agent, port: number, method: string, path: string, headers: Record<string, string>, body?: Buffer): Promise<Answer> {
+export function send(agent: http.Agent, port: number, method: string, path: string, headers: Record<string, string>, body?: Buffer): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const req = http.request(
@@ -104,7 +104,7 @@ function send(agent: http.Agent, port: number, method: string, path: string, hea
 }
 
 /** The server's CPU time so far, ms (user + system, every thread), asked over IPC (server.ts answers 'cpu'). */
-function serverCpuMs(child: ChildProcess): Promise<number> {
+export function serverCpuMs(child: ChildProcess): Promise<number> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.off('message', on);
@@ -123,7 +123,7 @@ function serverCpuMs(child: ChildProcess): Promise<number> {
 }
 
 /** How late the server's event loop ran since the last ask (server.ts, BENCH_LOOP_DELAY=1). */
-function serverLoopDelay(child: ChildProcess): Promise<{ p99Ms: number; maxMs: number }> {
+export function serverLoopDelay(child: ChildProcess): Promise<{ p99Ms: number; maxMs: number }> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.off('message', on);
@@ -146,7 +146,7 @@ function serverLoopDelay(child: ChildProcess): Promise<{ p99Ms: number; maxMs: n
  * a CPU: the second field of /proc/<pid>/task/<pid>/schedstat. On a shared machine, the
  * time the server wanted a core and did not get one. NaN where schedstat is missing.
  */
-function runQueueWaitMs(pid: number): number {
+export function runQueueWaitMs(pid: number): number {
   try {
     return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
   } catch {
@@ -155,7 +155,7 @@ function runQueueWaitMs(pid: number): number {
 }
 
 /** Warnings and errors of the service's log, counted by message. */
-function watchLog(child: ChildProcess) {
+export function watchLog(child: ChildProcess) {
   const byMsg = new Map<string, number>();
   const samples: string[] = [];
   if (child.stdout) {

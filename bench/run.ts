@@ -1,5 +1,5 @@
 // `npm run bench`: the long benchmarks, kept out of CI. BENCH_SECONDS and BENCH_ROUNDS
-// trade time for steadier medians; BENCH_ONLY=http|outbound|media|vad|conversation|outbox|recording|batch runs
+// trade time for steadier medians; BENCH_ONLY=http|outbound|media|vad|conversation|outbox|recording|batch|sms runs
 // one of them, and BENCH_ONLY=unclaimed only the media bench's probe of 2,000 silent
 // sockets; BENCH_MEDIA_SECONDS sets the length of each media step. The outbound-call
 // bench runs BENCH_SECONDS of load with BENCH_OUTBOUND_CONCURRENCY requests in flight
@@ -18,7 +18,10 @@
 // without variables; the dialing campaign's BENCH_BATCH_DIAL_RECIPIENTS (2,000),
 // BENCH_BATCH_CONCURRENT (its max_concurrent, 50), BENCH_BATCH_LIMIT (the account's
 // concurrency limit, 1,000) and BENCH_BATCH_TIMEOUT_S (300); BENCH_PIN=0 as for the
-// conversation bench.
+// conversation bench. The SMS bench (sms.ts): BENCH_SMS_RECIPIENTS per timed creation
+// (10,000), BENCH_SMS_CREATE_ROUNDS (5, after a cold one); sending BENCH_SMS_SEND_RECIPIENTS
+// (2,000) per step of BENCH_SMS_STEPS (`twilio:1,telnyx:1,twilio:4`: carrier and sending
+// numbers) with SMS_SEND_INTERVAL_MS=0, BENCH_SMS_TIMEOUT_S (300) each.
 import { DEFAULT_LATENCIES, runConversationBench } from './conversation.ts';
 import { runHttpBench } from './http.ts';
 import { runMediaBench } from './media.ts';
@@ -27,8 +30,9 @@ import { runOutboxBench } from './outbox.ts';
 import { runVadBench } from './vad.ts';
 import { runBatchBench } from './batch.ts';
 import { runRecordingBench } from './recording.ts';
+import { parseSmsSteps, runSmsBench } from './sms.ts';
 
-const ONLY = ['http', 'outbound', 'media', 'unclaimed', 'vad', 'conversation', 'outbox', 'recording', 'batch'];
+const ONLY = ['http', 'outbound', 'media', 'unclaimed', 'vad', 'conversation', 'outbox', 'recording', 'batch', 'sms'];
 const only = process.env['BENCH_ONLY'];
 if (only !== undefined && !ONLY.includes(only)) {
   throw new Error(`BENCH_ONLY must be one of ${ONLY.join(', ')}`);
@@ -91,5 +95,14 @@ if (only === undefined || only === 'batch') {
     limit: num('BENCH_BATCH_LIMIT', 1000),
     timeoutS: num('BENCH_BATCH_TIMEOUT_S', 300),
     variables: process.env['BENCH_BATCH_VARIABLES'] !== '0',
+  });
+}
+if (only === undefined || only === 'sms') {
+  await runSmsBench({
+    recipients: num('BENCH_SMS_RECIPIENTS', 10_000),
+    createRounds: num('BENCH_SMS_CREATE_ROUNDS', 5),
+    sendRecipients: num('BENCH_SMS_SEND_RECIPIENTS', 2000),
+    steps: parseSmsSteps(process.env['BENCH_SMS_STEPS'] ?? 'twilio:1,telnyx:1,twilio:4'),
+    timeoutS: num('BENCH_SMS_TIMEOUT_S', 300),
   });
 }

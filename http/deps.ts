@@ -5,6 +5,7 @@ import type { Storage } from '../storage/index.ts';
 import type { Metrics } from '../metrics.ts';
 import type { CallSystem } from '../actors/calls/call-system.ts';
 import type { CampaignSystem } from '../actors/campaigns/campaign-system.ts';
+import type { SmsSystem } from '../actors/sms/sms-system.ts';
 import type { WebhookOutbox } from '../actors/outbox/webhook-outbox.ts';
 import type { LiveActorSource } from '../actors/runtime/inspection.ts';
 import type { ProviderStatus } from '../actors/agent/providers.ts';
@@ -19,6 +20,8 @@ export interface AppDeps {
   calls: CallSystem;
   /** Batch campaigns: created, launched and cancelled here; their actors run on the calls' runtime. */
   campaigns: CampaignSystem;
+  /** SMS: single sends, campaigns, received texts and delivery statuses. */
+  sms: SmsSystem;
   /** The webhook outbox's worker (the webhook.test endpoint sends through it). */
   webhooks: WebhookOutbox;
   /** The live machine view: the account's live actors and their inspection events, redacted. */

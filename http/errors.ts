@@ -109,6 +109,7 @@ export const ERRORS = {
   message_too_long: bad('An SMS body can be at most 1600 characters.'),
   recipient_unsubscribed: bad('The recipient texted STOP to this number and is unsubscribed.'),
   message_not_found: missing('No message with this id on your account.'),
+  carrier_refused: bad('The carrier refused the message.'),
 
   // Integrations
   invalid_url: bad('The URL must be a valid https URL on a public host.'),

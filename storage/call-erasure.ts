@@ -5,6 +5,7 @@
 import { unlinkSync } from 'node:fs';
 import { dirname, isAbsolute, resolve, sep } from 'node:path';
 import type { Db } from './db.ts';
+import { SMS_COUNTED } from './usage.ts';
 
 export interface CallErased {
   internalId: string | null;
@@ -37,7 +38,21 @@ export function createCallErasure(db: Db) {
   );
   const deleteCall = db.prepare('DELETE FROM calls WHERE account_id = ? AND call_id = ?');
   const deleteCalls = db.prepare('DELETE FROM calls WHERE account_id = ?');
-  const deleteSms = db.prepare('DELETE FROM sms_messages WHERE account_id = ?');
+  // Texts still on their way (queued, or asked of the carrier) are not history yet: they stay, and are sent exactly once.
+  const keepUsageOfSms = db.prepare(
+    `INSERT INTO usage_erased (account_id, what, direction, at, counted)
+     SELECT account_id, 'sms', direction, created_at, ${SMS_COUNTED} FROM sms_messages WHERE account_id = ? AND status NOT IN ('queued', 'sending')`,
+  );
+  const deleteSms = db.prepare("DELETE FROM sms_messages WHERE account_id = ? AND status NOT IN ('queued', 'sending')");
+  // What the erased calls counted for usage stays (api.md: billing records are untouched).
+  const keepUsageOfCall = db.prepare(
+    `INSERT INTO usage_erased (account_id, what, direction, at, minutes)
+     SELECT account_id, 'call', direction, COALESCE(started_at, created_at), COALESCE(charged_minutes, 0) FROM calls WHERE account_id = ? AND call_id = ?`,
+  );
+  const keepUsageOfCalls = db.prepare(
+    `INSERT INTO usage_erased (account_id, what, direction, at, minutes)
+     SELECT account_id, 'call', direction, COALESCE(started_at, created_at), COALESCE(charged_minutes, 0) FROM calls WHERE account_id = ?`,
+  );
   const deleteSnapshot = db.prepare('DELETE FROM actor_snapshots WHERE account_id = ? AND actor_id = ?');
   const deleteDeadlines = db.prepare('DELETE FROM deadlines WHERE account_id = ? AND actor_id = ?');
   const deleteCallSnapshots = db.prepare("DELETE FROM actor_snapshots WHERE account_id = ? AND kind = 'call'");
@@ -66,6 +81,7 @@ export function createCallErasure(db: Db) {
   const eraseOne = db.transaction((accountId: string, id: string): CallErased | null => {
     const t = selectOne.get(accountId, id, id, id, id);
     if (!t) return null;
+    keepUsageOfCall.run(accountId, t.call_id);
     deleteCall.run(accountId, t.call_id);
     deleteDeliveries.run(accountId, t.call_id);
     if (t.internal_id !== null) {
@@ -79,7 +95,9 @@ export function createCallErasure(db: Db) {
 
   const eraseAll = db.transaction((accountId: string): AccountCallsErased => {
     const targets = selectAll.all(accountId);
+    keepUsageOfCalls.run(accountId);
     const calls = deleteCalls.run(accountId).changes;
+    keepUsageOfSms.run(accountId);
     const sms = deleteSms.run(accountId).changes;
     deleteCallSnapshots.run(accountId);
     deleteCallDeadlines.run(accountId);

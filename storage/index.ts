@@ -18,6 +18,9 @@ import { createWebhookDeliveriesRepo } from './webhook-deliveries.ts';
 import { createCallAnalysisRepo } from './call-analysis.ts';
 import { createRecordingsRepo } from './recordings.ts';
 import { createCampaignsRepo } from './campaigns.ts';
+import { createSmsMessagesRepo } from './sms-messages.ts';
+import { createSmsCampaignsRepo } from './sms-campaigns.ts';
+import { createSmsOptOutsRepo } from './sms-opt-outs.ts';
 import type { SecretBox } from './secret-box.ts';
 
 export function createStorage(db: Db, secrets: SecretBox) {
@@ -41,6 +44,9 @@ export function createStorage(db: Db, secrets: SecretBox) {
     analysis: createCallAnalysisRepo(db),
     recordings: createRecordingsRepo(db),
     campaigns: createCampaignsRepo(db, secrets),
+    sms: createSmsMessagesRepo(db),
+    smsCampaigns: createSmsCampaignsRepo(db),
+    smsOptOuts: createSmsOptOutsRepo(db),
   };
 }
 

@@ -24,7 +24,8 @@ import type { PlayoutTicker } from '../../voice/media/playout-ticker.ts';
 import type { ConversationEngine, EngineCall, EngineFactory, MediaOutput } from '../../voice/engine/engine.ts';
 import type { CallEvent } from '../../machines/call-events.ts';
 import { createEngineKeypad, type CarrierKeys, type EngineKeypad } from './engine-keypad.ts';
-import { createEngineTools, type EngineTools } from './engine-tools.ts';
+import { combineLocalTools, createEngineTools, type EngineTools } from './engine-tools.ts';
+import { createEngineSms, type CallTexts, type EngineSms } from './engine-sms.ts';
 import type { ToolOutcome, ToolRunDeps } from './tool-runner.ts';
 import { conversationMessages } from '../../voice/conversation/tool-history.ts';
 import { createEngineBookings, notConfirmedNote, type EngineBookings } from './engine-bookings.ts';
@@ -86,6 +87,8 @@ export interface AgentEngineDeps {
   recordings?: PlatformRecordings;
   /** Provider recording (actors/recordings/provider-recordings.ts): the carrier is asked to record `provider` calls. */
   providerRecordings?: ProviderRecordings;
+  /** Texts of a call (send_sms, booking confirmations) for agents with incall_sms_enabled; without it none are sent. */
+  texts?: CallTexts;
 }
 
 /** Audio kept at the carrier ahead of real time (see voice/media/playout.ts). */
@@ -145,13 +148,18 @@ function createAgentEngine(output: MediaOutput, call: EngineCall, setup: Convers
     send: (event) => actor.send(event),
     isClosed: () => closed,
   });
-  // The booking tools (actors/agent/engine-bookings.ts): run beside the HTTP tools; each change reaches the call record.
+  // Texts to the person on the call (actors/agent/engine-sms.ts): only with incall_sms_enabled.
+  const texting: EngineSms | null = setup.sms && deps.texts ? createEngineSms({ setup: setup.sms, texts: deps.texts }) : null;
+  // The booking tools (actors/agent/engine-bookings.ts): run beside the HTTP tools; each change reaches the call record (and is confirmed by text).
   const bookings: EngineBookings | null =
     setup.bookings && deps.crmBaseUrl
       ? createEngineBookings({
           setup: setup.bookings,
           client: createCrmCalendarClient({ baseUrl: deps.crmBaseUrl, token: setup.bookings.token }),
-          record: (booking) => toCall({ type: 'CONVERSATION.BOOKING', at: deps.clock(), booking }),
+          record: (booking) => {
+            toCall({ type: 'CONVERSATION.BOOKING', at: deps.clock(), booking });
+            texting?.onBooking(booking);
+          },
         })
       : null;
   let confirmedCalls = 0;
@@ -160,8 +168,9 @@ function createAgentEngine(output: MediaOutput, call: EngineCall, setup: Convers
   /** The read-back being said (until the caller's next turn). */
   let readBackSaid: string | null = null;
   // Custom functions and the in-call webhook (actors/agent/engine-tools.ts), keypad entries (actors/agent/engine-keypad.ts).
+  const local = combineLocalTools([bookings, texting]);
   const tools: EngineTools = createEngineTools({
-    ...(bookings ? { local: bookings } : {}),
+    ...(local ? { local } : {}),
     httpTools: setup.httpTools,
     allTools: setup.tools,
     accountId: call.accountId,

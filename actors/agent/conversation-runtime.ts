@@ -18,6 +18,8 @@ import type { CallWatcher } from './engine-transfer.ts';
 import type { CarrierKeys } from './engine-keypad.ts';
 import type { PlatformRecordings } from '../recordings/platform-recordings.ts';
 import type { ProviderRecordings } from '../recordings/provider-recordings.ts';
+import type { SmsSystem } from '../sms/sms-system.ts';
+import { createCallTexts } from './call-texts.ts';
 
 export interface ConversationRuntime {
   engine: EngineFactory;
@@ -36,6 +38,8 @@ export interface ConversationRuntimeDeps {
   recordings?: PlatformRecordings;
   /** Provider recordings (actors/recordings/provider-recordings.ts); without them `provider` calls are not recorded. */
   providerRecordings?: ProviderRecordings;
+  /** The SMS system: texts during calls (incall_sms_enabled) go through it; without it none are sent. */
+  sms?: Pick<SmsSystem, 'sendFromCall'>;
   config: Config;
   clock: () => number;
   metrics: Metrics;
@@ -63,6 +67,7 @@ export async function startConversationRuntime(deps: ConversationRuntimeDeps): P
     screenModel: deps.config.llm.apiKey ? createAnalysisModel({ ...deps.config.llm, timeoutMs: 5000 }) : null,
     recordings: deps.recordings,
     providerRecordings: deps.providerRecordings,
+    ...(deps.sms ? { texts: createCallTexts({ storage: deps.storage, sms: deps.sms, log }) } : {}),
     tools: {
       allowPrivate: deps.config.allowPrivateNetworkTargets,
       // Signed like every webhook: the current secret, and the previous one within its window after a rotation.

@@ -24,6 +24,8 @@ import { publicIdOf } from '../calls/call-kind.ts';
 import { bookingToolDefinitions, bookingZone } from '../../voice/conversation/booking-tools.ts';
 import type { BookingSetup } from './engine-bookings.ts';
 import { voicemailSetupOf, type VoicemailSetup } from './engine-voicemail.ts';
+import { sendSmsToolDefinition } from '../../voice/conversation/sms-tool.ts';
+import type { CallSmsSetup } from './engine-sms.ts';
 
 export interface ConversationSetup {
   systemPrompt: string;
@@ -49,6 +51,8 @@ export interface ConversationSetup {
   resume: TransferResume | null;
   /** The booking tools (actors/agent/engine-bookings.ts): null unless the number has a CRM integration with a calendar. */
   bookings: BookingSetup | null;
+  /** Texts during the call (send_sms, booking confirmations; actors/agent/engine-sms.ts): null unless the agent has incall_sms_enabled. */
+  sms: CallSmsSetup | null;
   /** The voicemail screen (actors/agent/engine-voicemail.ts): outbound calls without carrier AMD only. */
   voicemail: VoicemailSetup | null;
   /** record_call (the number's setting first, null inherits the agent's) with the agent's recording_source; null: not recorded. */
@@ -78,8 +82,10 @@ export interface SetupInput {
   resume?: TransferResume | null;
   /** The number's CRM integration (its token opened), when it names a calendar. */
   crm?: { token: string; locationId: string; calendarId: string } | null;
-  /** The far end's number (the CRM contact a booking is made under). */
+  /** The far end's number (the CRM contact a booking is made under, and whom texts go to). */
   callerPhone?: string;
+  /** The call's account and number (texts go from it). */
+  line?: { accountId: string; phoneNumber: string };
 }
 
 export const SPEAKING_RATE = { min: 0.5, max: 1.5 } as const;
@@ -120,6 +126,9 @@ export function buildSetup(p: SetupInput): ConversationSetup {
   const keypad = (p.number?.dtmf_enabled ?? a.dtmf_enabled) === true;
   const http = httpTools(p.functions ?? [], p.inCallUrl ?? null);
   const zone = bookingZone(a.timezone);
+  const identity = p.identity ?? { callId: '', agentId: null };
+  // Off, the model is never offered the tool and no confirmation is texted, whatever the prompt says.
+  const sms: CallSmsSetup | null = a.incall_sms_enabled && p.line && p.callerPhone ? { ...p.line, to: p.callerPhone, agentId: identity.agentId, callId: identity.callId } : null;
   const bookings: BookingSetup | null = p.crm
     ? { ...p.crm, timezone: zone, confirm: (p.number?.require_booking_confirmation ?? a.require_booking_confirmation) === true, callerPhone: p.callerPhone ?? '' }
     : null;
@@ -143,13 +152,20 @@ export function buildSetup(p: SetupInput): ConversationSetup {
     stt: { language: a.language, keyterms: keytermsOf(a.boosted_keywords) },
     temperature: a.temperature,
     maxTokens: RESPONSE_LENGTH[a.response_length].maxTokens,
-    tools: [...(a.func_end_call ? [endCallTool()] : []), ...(transfer ? [transferTool(transfer)] : []), ...http.map((t) => t.definition), ...(bookings ? bookingToolDefinitions(zone) : [])],
+    tools: [
+      ...(a.func_end_call ? [endCallTool()] : []),
+      ...(transfer ? [transferTool(transfer)] : []),
+      ...(sms ? [sendSmsToolDefinition()] : []),
+      ...http.map((t) => t.definition),
+      ...(bookings ? bookingToolDefinitions(zone) : []),
+    ],
     keypad,
     httpTools: http,
-    toolCallIdentity: p.identity ?? { callId: '', agentId: null },
+    toolCallIdentity: identity,
     transfer,
     resume: p.resume ?? null,
     bookings,
+    sms,
     voicemail: voicemailSetupOf({ direction: p.direction, amdEnabled: p.amdEnabled === true, resumed: !!p.resume, number: p.number, campaignPrompt: p.campaignCall ? p.callPrompt : null }),
     recording: (p.number?.record_call ?? a.record_call) ? a.recording_source : null,
     conversation: {
@@ -198,6 +214,7 @@ export function createSetupLoader(deps: SetupLoaderDeps): (call: EngineCall) => 
       identity: { callId: publicIdOf(ctx), agentId: ctx.agentId },
       crm: crmOf(storage.integrations.get(ctx.accountId, 'crm', { phoneNumber: ctx.phoneNumber })),
       callerPhone: farEnd,
+      line: { accountId: ctx.accountId, phoneNumber: ctx.phoneNumber },
     });
   };
 }

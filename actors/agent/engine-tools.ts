@@ -10,10 +10,20 @@ import type { LlmTool, LlmToolCall } from '../../voice/providers/llm.ts';
 import { fillerText, MAX_TOOL_ROUNDS_PER_TURN, type HttpTool } from '../../voice/conversation/tools.ts';
 import { runHttpTool, type ToolOutcome, type ToolRunDeps } from './tool-runner.ts';
 
-/** Tools the engine runs in-process (the booking tools, actors/agent/engine-bookings.ts), in the same rounds as the HTTP ones. */
+/** Tools the engine runs in-process (the booking tools, actors/agent/engine-bookings.ts; send_sms, engine-sms.ts), in the same rounds as the HTTP ones. */
 export interface LocalTools {
   handles(name: string): boolean;
   run(call: ToolCall, signal: AbortSignal): Promise<{ ok: true; result: string } | { ok: false; error: string }>;
+}
+
+/** Several in-process tool sets (bookings, texts) as one; undefined when there are none. */
+export function combineLocalTools(sets: readonly (LocalTools | null)[]): LocalTools | undefined {
+  const present = sets.filter((t): t is LocalTools => t !== null);
+  if (present.length <= 1) return present[0];
+  return {
+    handles: (name) => present.some((t) => t.handles(name)),
+    run: (call, signal) => present.find((t) => t.handles(call.name))!.run(call, signal),
+  };
 }
 
 export interface EngineToolsDeps {

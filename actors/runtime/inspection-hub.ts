@@ -11,6 +11,7 @@
 import { CALL_STATUSES, ENDED_REASONS, HANGUP_REASONS } from '../../machines/call-events.ts';
 import { TRANSFER_FAILURES, TRANSFER_MODES } from '../../machines/transfer-events.ts';
 import { CAMPAIGN_REFUSALS, RECIPIENT_ENDINGS } from '../../machines/batch-campaign-events.ts';
+import { SMS_SEND_OUTCOMES } from '../../machines/sms-campaign-events.ts';
 import type { ActorView, InspectionEvent, LiveActorSource, RedactedEvent } from './inspection.ts';
 
 // ---------------------------------------------------------------------------------------
@@ -88,7 +89,10 @@ const FIELDS = new Map<string, Check>([
   // went, and the calls kind's refusal code. Never the recipient's number or variables.
   ['seq', isNumber],
   ['callId', isCarrierId],
-  ['outcome', oneOf(['accepted', 'queued', 'rejected', 'unknown'])],
+  // An SMS campaign's events add how a recipient's text went, and a PATCH's new count and date.
+  ['outcome', oneOf(['accepted', 'queued', 'rejected', 'unknown'], SMS_SEND_OUTCOMES)],
+  ['total', isNumber],
+  ['scheduledAt', isNumber],
   ['ending', oneOf(RECIPIENT_ENDINGS)],
   ['code', oneOf(CAMPAIGN_REFUSALS)],
 ]);

@@ -100,7 +100,8 @@ export function callRoutes(deps: AppDeps) {
         200: {
           description:
             'Irreversible, no confirmation. Answered once every call record, transcript, analysis, recording file and SMS message of the account ' +
-            `is gone; agents, numbers, keys and usage are untouched. ${LIVE_NOTE}`,
+            `is gone (a text still on its way, queued or asked of the carrier, stays until it is sent, exactly once); agents, numbers, keys, SMS opt-outs and usage ` +
+            `(GET /v1/usage still counts the erased calls and texts) are untouched. ${LIVE_NOTE}`,
           schema: z.object({
             deleted: z.literal(true),
             calls_deleted: z.number().int(),

@@ -26,6 +26,7 @@ import { verifyTelnyx } from '../../voice/carriers/telnyx-signature.ts';
 import { parseTelnyxWebhook } from '../../voice/carriers/telnyx-voice.ts';
 import { transferEventOf, type TelnyxWebhook } from '../../voice/carriers/telnyx-transfer-state.ts';
 import { routeInbound } from '../../actors/calls/inbound.ts';
+import { isTelnyxMessageEvent, parseTelnyxSms, type SmsWebhook } from '../../voice/carriers/sms-webhooks.ts';
 import { createPrecallGate } from '../../actors/calls/precall-gate.ts';
 
 const received = z.object({ received: z.literal(true) });
@@ -36,7 +37,7 @@ interface Subject {
   callId: string | null;
 }
 
-export function carrierTelnyxRoutes({ storage, config, clock, calls, carrierKeys }: AppDeps) {
+export function carrierTelnyxRoutes({ storage, config, clock, calls, carrierKeys, sms }: AppDeps) {
   const gate = createPrecallGate({ storage, allowPrivate: config.allowPrivateNetworkTargets, clock });
   const connectionOf = (row: PhoneNumberRow): string | null => {
     const c = storage.numbers.openCredentials(row);
@@ -85,6 +86,28 @@ export function carrierTelnyxRoutes({ storage, config, clock, calls, carrierKeys
     return named && named.account_id === ctx.accountId && onTokensApplication(tokenNumber, named) ? { number: named, callId: id } : null;
   }
 
+  /**
+   * The number a message event is about: the recipient of a received text, the sender of a
+   * text we sent; it must be a carrier B number on the token's application or account.
+   */
+  function smsSubjectOf(hook: SmsWebhook, tokenNumber: PhoneNumberRow): PhoneNumberRow | null {
+    if (hook.kind === 'ignored') return tokenNumber;
+    const phone = hook.kind === 'received' ? hook.to : storage.sms.byCarrierId('telnyx', hook.carrierMessageId)?.from_number;
+    if (phone === undefined) return tokenNumber;
+    const named = storage.calls.findNumber(phone);
+    if (!named || named.provider !== 'telnyx') return null;
+    return named.account_id === tokenNumber.account_id || onTokensApplication(tokenNumber, named) ? named : null;
+  }
+
+  function verifiedBy(number: PhoneNumberRow, raw: Buffer, headers: Record<string, string | undefined>, log: { warn: (o: object, m: string) => void }): void {
+    const publicKey = calls.voices.telnyxPublicKey(number);
+    if (publicKey === null) {
+      log.warn({ account_id: number.account_id }, 'carrier B event refused: the number has no telnyx_public_key; import it again with the key');
+      throw new ApiError('invalid_signature');
+    }
+    if (!verifyTelnyx(publicKey, raw, headers['telnyx-signature-ed25519'], headers['telnyx-timestamp'], Math.floor(clock() / 1000))) throw new ApiError('invalid_signature');
+  }
+
   return [
     defineRoute({
       method: 'POST',
@@ -109,33 +132,44 @@ export function carrierTelnyxRoutes({ storage, config, clock, calls, carrierKeys
             'refused with `reject` CALL_REJECTED (recorded canceled/precall_rejected), `transfer` handed on with the `transfer` command ' +
             '(recorded completed/transferred). ' +
             '`call.recording.saved` (a recording `record_start` asked for, recording_source provider) commits the fetch of its MP3 into DATA_DIR (a `recording.fetch` delivery), only for a call that asked to record and an https `recording_urls.mp3` whose address is public (checked again at connect; redirects only to URLs that pass the same check; kept only if it is MP3 audio). ' +
+            'Messaging events (the number’s messaging profile points here too): `message.received` is a text to the number its `to` names (STOP/START and the SMS agent as on carrier A), ' +
+            '`message.sent` / `message.finalized` move the text we sent on (sent, delivered, undelivered, failed); each verified with the named number’s key. ' +
             'Events of unknown calls are ignored. 403 invalid_signature, with nothing written: an unknown token, a missing, bad or stale signature, ' +
             'a number without a stored public key (imported before the key was required: import it again with telnyx_public_key), or an event naming ' +
             'a number not imported here or not on this token’s application.',
           schema: received,
         },
       },
-      errors: ['invalid_signature'],
+      errors: ['invalid_signature', 'server_error'],
       handler: async ({ params, body, headers, log }) => {
         const raw = Buffer.isBuffer(body as unknown) ? (body as unknown as Buffer) : Buffer.alloc(0);
         const tokenNumber = storage.numbers.findByEventsToken(params['token'] ?? '');
         if (!tokenNumber || tokenNumber.provider !== 'telnyx') throw new ApiError('invalid_signature');
 
+        const text = raw.toString('utf8');
+        // Messaging events (the messaging profile's webhook points here too): the SMS system's.
+        if (isTelnyxMessageEvent(text)) {
+          const smsHook = parseTelnyxSms(text);
+          const named = smsSubjectOf(smsHook, tokenNumber);
+          if (named === null) throw new ApiError('invalid_signature');
+          verifiedBy(named, raw, headers, log);
+          try {
+            if (smsHook.kind === 'received') sms.receive(named, { from: smsHook.from, body: smsHook.body, carrierMessageId: smsHook.carrierMessageId });
+            else if (smsHook.kind === 'status') sms.status(named, smsHook.carrierMessageId, smsHook.status, { code: smsHook.errorCode, message: smsHook.errorMessage });
+          } catch (err) {
+            log.error({ err }, 'recording a carrier B message event failed');
+            // Not recorded: 500, so the carrier sends it again.
+            throw new ApiError('server_error', 'The event could not be recorded; send it again.');
+          }
+          return ok({ received: true });
+        }
         // Parsed before it is verified only to learn which number's key verifies it (the
         // parser never throws and acts on nothing); nothing is done with it until then.
-        const hook = parseTelnyxWebhook(raw.toString('utf8'), clock());
+        const hook = parseTelnyxWebhook(text, clock());
         const subject = subjectOf(hook, tokenNumber);
         if (subject === null) throw new ApiError('invalid_signature');
         const { number } = subject;
-        const publicKey = calls.voices.telnyxPublicKey(number);
-        if (publicKey === null) {
-          log.warn({ account_id: number.account_id }, 'carrier B event refused: the number has no telnyx_public_key; import it again with the key');
-          throw new ApiError('invalid_signature');
-        }
-        const nowSec = Math.floor(clock() / 1000);
-        if (!verifyTelnyx(publicKey, raw, headers['telnyx-signature-ed25519'], headers['telnyx-timestamp'], nowSec)) {
-          throw new ApiError('invalid_signature');
-        }
+        verifiedBy(number, raw, headers, log);
 
         if (hook.kind === 'ignored') return ok({ received: true });
         if (hook.kind === 'recording') {

@@ -17,9 +17,12 @@ import { carrierTelnyxRoutes } from './carrier-telnyx.ts';
 import { debugRoutes } from './debug.ts';
 import { recordingRoutes } from './recordings.ts';
 import { batchCampaignRoutes } from './batch-campaigns.ts';
+import { smsRoutes } from './sms.ts';
+import { smsCampaignRoutes } from './sms-campaigns.ts';
+import { carrierTwilioSmsRoutes } from './carrier-twilio-sms.ts';
 
 export function allRoutes(deps: AppDeps): RouteDef<any, any>[] {
   const routes: RouteDef<any, any>[] = [];
-  routes.push(...keyRoutes(deps), ...accountRoutes(deps), ...phoneNumberRoutes(deps), ...callerRoutes(deps), ...agentRoutes(deps), ...voiceRoutes(), ...integrationRoutes(deps), ...callRoutes(deps), ...batchCampaignRoutes(deps), ...carrierTwilioRoutes(deps), ...carrierTwilioTransferRoutes(deps), ...carrierTwilioRecordingRoutes(deps), ...carrierTelnyxRoutes(deps), ...debugRoutes(deps), ...recordingRoutes(deps), ...systemRoutes(deps, () => routes));
+  routes.push(...keyRoutes(deps), ...accountRoutes(deps), ...phoneNumberRoutes(deps), ...callerRoutes(deps), ...agentRoutes(deps), ...voiceRoutes(), ...integrationRoutes(deps), ...callRoutes(deps), ...batchCampaignRoutes(deps), ...smsCampaignRoutes(deps), ...smsRoutes(deps), ...carrierTwilioRoutes(deps), ...carrierTwilioSmsRoutes(deps), ...carrierTwilioTransferRoutes(deps), ...carrierTwilioRecordingRoutes(deps), ...carrierTelnyxRoutes(deps), ...debugRoutes(deps), ...recordingRoutes(deps), ...systemRoutes(deps, () => routes));
   return routes;
 }

@@ -11,6 +11,7 @@ import { bookingConfirmation } from './008-booking-confirmation.ts';
 import { recordings } from './009-recordings.ts';
 import { crmDeliveries } from './010-crm-deliveries.ts';
 import { batchCampaigns } from './011-batch-campaigns.ts';
+import { sms } from './012-sms.ts';
 
 export interface Migration {
   version: number;
@@ -18,4 +19,4 @@ export interface Migration {
   sql: string;
 }
 
-export const migrations: Migration[] = [foundation, configuration, calls, durableRuntime, webhookOutbox, callAnalysis, precall, bookingConfirmation, recordings, crmDeliveries, batchCampaigns];
+export const migrations: Migration[] = [foundation, configuration, calls, durableRuntime, webhookOutbox, callAnalysis, precall, bookingConfirmation, recordings, crmDeliveries, batchCampaigns, sms];

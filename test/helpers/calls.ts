@@ -91,7 +91,8 @@ export async function importNumber(
     carrierAccount = `KEY${twilioSid('').slice(0, 32).toUpperCase()}`;
     sims.telnyx.addApiKey(carrierAccount);
     const connectionId = sims.telnyx.addConnection(carrierAccount);
-    sims.telnyx.addNumber(carrierAccount, number);
+    // With a messaging profile, as a number that texts needs (the import points its webhook here too).
+    sims.telnyx.addNumber(carrierAccount, number, { messagingProfileId: `profile-${number.slice(1)}` });
     carrierSecret = sims.telnyx.publicKeyOf(carrierAccount);
     body = { provider, telnyx_api_key: carrierAccount, telnyx_connection_id: connectionId, telnyx_public_key: carrierSecret };
   }

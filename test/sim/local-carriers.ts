@@ -9,6 +9,8 @@
 // service's numbers and hangs calls up; answered outbound calls end after SIM_CALL_SECONDS.
 // It can also make a carrier's dials misbehave at random (seeded): answers lost, reset
 // or slow (sim-http.ts), to watch the service reconcile dials whose outcome is unknown.
+// Texts: `POST /sms/{carrier}?to=&from=&text=` sends one to a number, `GET /messages`
+// shows what the service sent (carrier B's numbers have a messaging profile for this).
 import { createHash, createPrivateKey, createPublicKey } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -85,7 +87,8 @@ twilio.addAccount(LOCAL.twilio.accountSid, LOCAL.twilio.authToken);
 for (const n of LOCAL.twilio.numbers) twilio.addNumber(LOCAL.twilio.accountSid, n);
 telnyx.addApiKey(LOCAL.telnyx.apiKey, { keyPair: telnyxKeys });
 telnyx.addConnection(LOCAL.telnyx.apiKey, LOCAL.telnyx.connectionId);
-for (const n of LOCAL.telnyx.numbers) telnyx.addNumber(LOCAL.telnyx.apiKey, n, { connectionId: LOCAL.telnyx.connectionId });
+const messagingProfileId = telnyx.addMessagingProfile(LOCAL.telnyx.apiKey);
+for (const n of LOCAL.telnyx.numbers) telnyx.addNumber(LOCAL.telnyx.apiKey, n, { connectionId: LOCAL.telnyx.connectionId, messagingProfileId });
 
 // The far end of an answered call hangs up after a while, like a person would.
 const hangingUp = new Set<string>();
@@ -132,6 +135,16 @@ async function control(method: string, url: URL): Promise<Answer> {
     voices.set(handle.id, voice);
     return { status: 200, body: { id: handle.id } };
   }
+  if (method === 'POST' && parts[0] === 'sms' && (parts[1] === 'twilio' || parts[1] === 'telnyx')) {
+    const to = url.searchParams.get('to');
+    if (!to) return { status: 400, body: { error: 'to= is one of the simulated numbers' } };
+    const text = { from: url.searchParams.get('from') ?? '+14155559999', to, body: url.searchParams.get('text') ?? 'Hello' };
+    return { status: 200, body: parts[1] === 'twilio' ? await twilio.messages.receive(text) : await telnyx.messages.receive(text) };
+  }
+  if (method === 'GET' && parts[0] === 'messages') {
+    const sent = (ms: { sid: string; from: string; to: string; body: string; status: string }[]) => ms.map(({ sid, from, to, body, status }) => ({ id: sid, from, to, body, status }));
+    return { status: 200, body: { twilio: sent(twilio.messages.sent()), telnyx: sent(telnyx.messages.sent()) } };
+  }
   if (method === 'POST' && parts[0] === 'callee' && parts[1]) {
     const number = decodeURIComponent(parts[1]);
     const voice = new FarEndVoice();
@@ -177,7 +190,7 @@ async function control(method: string, url: URL): Promise<Answer> {
     status: 404,
     body: {
       error:
-        'GET /calls, POST /inbound/{twilio|telnyx}?to=&from=, POST /say/{call id}?phrase=, POST /callee/{number}, POST /hangup/{twilio|telnyx}/{id}, POST|DELETE /chaos/{twilio|telnyx}?seed=&drop=&reset=&slow=&slow_ms=',
+        'GET /calls, POST /inbound/{twilio|telnyx}?to=&from=, POST /say/{call id}?phrase=, POST /callee/{number}, POST /hangup/{twilio|telnyx}/{id}, POST|DELETE /chaos/{twilio|telnyx}?seed=&drop=&reset=&slow=&slow_ms=, POST /sms/{twilio|telnyx}?to=&from=&text=, GET /messages',
     },
   };
 }
@@ -204,7 +217,8 @@ console.log(`Local carriers are up.
   text to speech (OpenAI)    ${tts.baseUrl}   (Cartesia: ${cartesia.url})
   control                  ${controlUrl}  (GET /calls, POST /inbound/{twilio|telnyx}?to=&from=, POST /say/{call id}?phrase=,
                            POST /callee/{number} (the called person of outbound calls can then speak),
-                           POST /hangup/{twilio|telnyx}/{id}, POST|DELETE /chaos/{twilio|telnyx}?seed=&drop=&reset=&slow=&slow_ms=)
+                           POST /hangup/{twilio|telnyx}/{id}, POST|DELETE /chaos/{twilio|telnyx}?seed=&drop=&reset=&slow=&slow_ms=,
+                           POST /sms/{twilio|telnyx}?to=&from=&text= (a text to a number), GET /messages (texts the service sent))
                            phrases: ${SPEECH_FIXTURE_SLUGS.join(', ')}
 
 Start the service against them in another terminal:

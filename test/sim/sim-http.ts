@@ -10,7 +10,8 @@
 //   reset        the connection is destroyed before processing: nothing happens.
 // A fault applies to the next request(s) its `match` accepts (default: any request),
 // e.g. `match: 'dial'` for the carrier's dial endpoint only, so hang-ups and look-ups
-// stay healthy. `chaos()` applies faults at random with a seeded PRNG (mulberry32):
+// stay healthy (`match: 'message'`: SMS sends; `drop` there is the send whose outcome
+// the client cannot know: the message went out, the answer never came). `chaos()` applies faults at random with a seeded PRNG (mulberry32):
 // the same seed and the same order of matching requests give the same faults; with
 // `keyBy` (the simulators key dials by their `To` number) each request's draw depends
 // only on the seed, its key and how many requests of that key came before, so
@@ -53,9 +54,10 @@ export type SimMatch<Body = unknown> =
  * - `dial`: the request that places a call (carrier A `POST …/Calls.json`, carrier B `POST /v2/calls`);
  * - `hangup`: the request that ends one (carrier A `POST …/Calls/{Sid}.json`, carrier B `…/actions/hangup`);
  * - `lookup`: the reads of calls (carrier A `GET …/Calls.json` and `…/Calls/{Sid}.json`,
- *   carrier B `GET /v2/calls/{id}`, `GET /v2/connections/{id}/active_calls` and `GET /v2/call_events`).
+ *   carrier B `GET /v2/calls/{id}`, `GET /v2/connections/{id}/active_calls` and `GET /v2/call_events`);
+ * - `message`: the request that sends an SMS (carrier A `POST …/Messages.json`, carrier B `POST /v2/messages`).
  */
-export type SimEndpoint = 'dial' | 'hangup' | 'lookup';
+export type SimEndpoint = 'dial' | 'hangup' | 'lookup' | 'message';
 
 /** A one-shot or repeated misbehaviour. */
 export interface SimFault<Body = unknown> {
@@ -89,7 +91,8 @@ export interface SimChaos<Body = unknown> {
   match?: SimMatch<Body>;
   /**
    * Makes each draw a function of (seed, key, n-th request with that key) instead of the
-   * arrival order. The simulators' `chaos` default to the dial's `To` number.
+   * arrival order. The simulators' `chaos` default to the dial's `To` number (and, with
+   * `match: 'message'`, the message's).
    */
   keyBy?: (req: RecordedRequest<Body>) => string;
 }

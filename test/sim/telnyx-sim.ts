@@ -7,12 +7,13 @@
 // its signing key); another account's resources are 404 like unknown ones. baseUrl
 // is the host root; every route starts with /v2/. Routes are a table: numbers here,
 // Call Control in telnyx-calls.ts (dial scenarios, inbound calls, signed webhooks, the
-// media stream client).
+// media stream client), messaging (SMS) in telnyx-messages.ts.
 
 import type { FarEndAudio } from './far-end-playback.ts';
 import { randomInt, randomUUID } from 'node:crypto';
 import { generateTelnyxKeyPair, type TelnyxKeyPair } from '../../voice/carriers/telnyx-signature.ts';
 import { startSimServer, type RecordedRequest, type SimChaos, type SimClock, type SimFault, type SimResponse } from './sim-http.ts';
+import { TelnyxMessages, type TelnyxMessagesOptions } from './telnyx-messages.ts';
 import { TelnyxCalls, type InboundCallRequest, type SimCall, type SimWebhook, type TelnyxCallHandle, type TelnyxCallsOptions, type TelnyxScenario } from './telnyx-calls.ts';
 
 export type { InboundCallRequest, SimCall, SimWebhook, TelnyxCallHandle, TelnyxScenario } from './telnyx-calls.ts';
@@ -284,6 +285,8 @@ export interface TelnyxSim {
   publicKeyOf(apiKey: string): string;
   /** Call Control: every call, every webhook delivery, scenarios, redirects (telnyx-calls.ts). */
   calls: TelnyxCalls;
+  /** Messaging (SMS): sends, message events, incoming texts, outcomes, detail records (telnyx-messages.ts). */
+  messages: TelnyxMessages;
   /** Outbound calls to `to` play `scenario` (default `answer`). */
   setScenario(to: string, scenario: TelnyxScenario): void;
   /** A handle on a call by call_control_id: wait for its webhooks and its media stream. */
@@ -294,17 +297,18 @@ export interface TelnyxSim {
   placeInboundCall(req: InboundCallRequest): Promise<TelnyxCallHandle>;
   /** Who answers outbound calls to `to` speaks with this voice on the media stream. */
   voiceFor(to: string, audio: FarEndAudio): void;
-  /** Delivers webhooks and media for URLs on `publicBase`'s host to `actualBase`. */
+  /** Delivers webhooks (calls' and messages') and media for URLs on `publicBase`'s host to `actualBase`. */
   redirect(publicBase: string, actualBase: string): void;
   /**
    * Misbehaves on the next matching request(s) (sim-http.ts): `{status}`, `{delayMs}`,
    * `{drop: true}` (call created, answer lost), `{reset: true}` (nothing created);
-   * `match: 'dial' | 'hangup' | 'lookup'` or a method/path pattern limits it.
+   * `match: 'dial' | 'hangup' | 'lookup' | 'message'` or a method/path pattern limits it.
    */
   fail(fault: SimFault): void;
   /**
    * Random faults with a seeded PRNG; without `match` it applies to dials, each drawn from
-   * (seed, To number, n-th dial to it), whatever order they arrive in. null turns it off.
+   * (seed, To number, n-th dial to it), whatever order they arrive in (`match: 'message'`
+   * without `keyBy`: sends, keyed by their `to` the same way). null turns it off.
    */
   chaos(chaos: SimChaos | null): void;
   /** The carrier's clock: command_id memory (60 s), record retention (10 min), call times. */
@@ -320,7 +324,7 @@ export interface TelnyxSim {
   close(): Promise<void>;
 }
 
-export interface TelnyxSimOptions extends TelnyxCallsOptions {
+export interface TelnyxSimOptions extends TelnyxCallsOptions, TelnyxMessagesOptions {
   port?: number;
   /**
    * A certificate (test/sim/webhook-receiver.ts makeTestCa) for the carrier's file host:
@@ -333,9 +337,12 @@ export interface TelnyxSimOptions extends TelnyxCallsOptions {
 export async function startTelnyxSim(routes: TelnyxRoute[] = numberRoutes, opts: TelnyxSimOptions = {}): Promise<TelnyxSim> {
   const state = new TelnyxState();
   const calls = new TelnyxCalls(state, opts);
-  const all = [...routes, ...calls.routes()];
+  const messages = new TelnyxMessages(state, calls.clock, opts);
+  const all = [...routes, ...calls.routes(), ...messages.routes()];
   const server = await startSimServer<unknown>(parseJson, (req) => dispatch(state, all, req, calls), opts.port ?? 0, TELNYX_ENDPOINTS);
   calls.apiBase = server.baseUrl;
+  messages.requestLog = server.requests;
+  const byTo = (r: TelnyxSimRequest) => String((r.body as { to?: unknown } | undefined)?.to ?? '');
   // The file host records its requests beside the API's, so faults and counts see both.
   const files = opts.recordingTls
     ? await startSimServer<unknown>(parseJson, (req) => recordingOnly(req, calls), 0, {}, opts.recordingTls)
@@ -358,15 +365,20 @@ export async function startTelnyxSim(routes: TelnyxRoute[] = numberRoutes, opts:
       return pair.publicKey;
     },
     calls,
+    messages,
     setScenario: (to, scenario) => calls.setScenario(to, scenario),
     call: (id) => calls.handle(id),
     hangup: (id) => calls.handle(id).hangup(),
     placeInboundCall: (req) => calls.placeInboundCall(req),
     voiceFor: (to, audio) => calls.voiceFor(to, audio),
-    redirect: (publicBase, actualBase) => calls.redirect(publicBase, actualBase),
+    redirect: (publicBase, actualBase) => {
+      calls.redirect(publicBase, actualBase);
+      messages.redirect(publicBase, actualBase);
+    },
     fail: (fault) => server.fail(fault),
-    // Dials by default, each dial's draw keyed by its To number (arrival order does not matter).
-    chaos: (chaos) => server.chaos(chaos === null ? null : chaos.match === undefined ? { match: 'dial', keyBy: (r) => String((r.body as { to?: unknown } | undefined)?.to ?? ''), ...chaos } : chaos),
+    // Dials by default, each dial's draw keyed by its To number (arrival order does not matter); sends likewise.
+    chaos: (chaos) =>
+      server.chaos(chaos === null ? null : chaos.match === undefined ? { match: 'dial', keyBy: byTo, ...chaos } : chaos.match === 'message' ? { keyBy: byTo, ...chaos } : chaos),
     clock: calls.clock,
     advanceClock: (ms) => calls.clock.advance(ms),
     placedTo: (to) => calls.placedTo(to),
@@ -374,7 +386,7 @@ export async function startTelnyxSim(routes: TelnyxRoute[] = numberRoutes, opts:
     dialRequests: (to) =>
       server.requests.filter((r) => TELNYX_ENDPOINTS.dial(r) && (to === undefined || (r.body as { to?: unknown } | undefined)?.to === to)),
     async close() {
-      await calls.close();
+      await Promise.all([calls.close(), messages.close()]);
       await Promise.all([server.close(), files?.close()]);
     },
   };
@@ -392,6 +404,7 @@ export const TELNYX_ENDPOINTS = {
   hangup: (r: TelnyxSimRequest) => r.method === 'POST' && /^\/v2\/calls\/[^/]+\/actions\/hangup$/.test(r.path),
   lookup: (r: TelnyxSimRequest) =>
     r.method === 'GET' && (/^\/v2\/calls\/[^/]+$/.test(r.path) || /^\/v2\/connections\/[^/]+\/active_calls$/.test(r.path) || r.path === '/v2/call_events'),
+  message: (r: TelnyxSimRequest) => r.method === 'POST' && r.path === '/v2/messages',
 };
 
 function dispatch(state: TelnyxState, routes: TelnyxRoute[], req: TelnyxSimRequest, calls: TelnyxCalls): SimResponse {

@@ -3,7 +3,7 @@
 // the carrier's paging envelope, RFC 2822 dates and error bodies
 // {code, message, more_info, status}. State lives in TwilioState; routes are a
 // table: the number routes here, the call routes and the carrier's call behaviour
-// (callbacks, TwiML, media streams) in twilio-calls.ts.
+// (callbacks, TwiML, media streams) in twilio-calls.ts, messaging (SMS) in twilio-messages.ts.
 
 import type { FarEndAudio } from './far-end-playback.ts';
 import { randomBytes } from 'node:crypto';
@@ -17,6 +17,7 @@ import {
   type TwilioSimCall,
   type TwilioSimCallStatus,
 } from './twilio-calls.ts';
+import { TwilioMessages, type TwilioMessagesOptions } from './twilio-messages.ts';
 import type { TwilioSimWebhook } from './twilio-webhooks.ts';
 
 export type TwilioSimForm = Record<string, string | string[]>;
@@ -198,6 +199,8 @@ export interface TwilioSim {
   requests: TwilioSimRequest[];
   /** Calls by CA sid, outbound and inbound, live and ended. */
   calls: Map<string, TwilioSimCall>;
+  /** Messaging (SMS): sends, status callbacks, incoming texts, outcomes (twilio-messages.ts). */
+  messages: TwilioMessages;
   /** Every webhook the sim sent (status, voice, amd), with the answer it got. */
   webhooks: TwilioSimWebhook[];
   /** What went wrong in the background: undeliverable webhooks, refused streams, bad TwiML. */
@@ -206,7 +209,7 @@ export interface TwilioSim {
   addNumber(accountSid: string, e164: string): string;
   /** Calls placed to `to` from now on play this scenario (default `answer`). */
   scenario(to: string, scenario: TwilioScenarioName | TwilioScenario): void;
-  /** Sends webhooks and media for URLs under `publicBaseUrl` to `localBaseUrl` (signatures keep the public URL). */
+  /** Sends webhooks (calls' and messages') and media for URLs under `publicBaseUrl` to `localBaseUrl` (signatures keep the public URL). */
   route(publicBaseUrl: string, localBaseUrl: string): void;
   /** The far end hangs up (a call not yet answered is canceled). */
   hangup(callSid: string): Promise<TwilioSimCallStatus>;
@@ -215,12 +218,13 @@ export interface TwilioSim {
   /**
    * Misbehaves on the next matching request(s) (sim-http.ts): `{status}`, `{delayMs}`,
    * `{drop: true}` (call created, answer lost), `{reset: true}` (nothing created);
-   * `match: 'dial' | 'hangup' | 'lookup'` or a method/path pattern limits it.
+   * `match: 'dial' | 'hangup' | 'lookup' | 'message'` or a method/path pattern limits it.
    */
   fail(fault: SimFault<TwilioSimForm>): void;
   /**
    * Random faults with a seeded PRNG; without `match` it applies to dials, each drawn from
-   * (seed, To number, n-th dial to it), whatever order they arrive in. null turns it off.
+   * (seed, To number, n-th dial to it), whatever order they arrive in (`match: 'message'`
+   * without `keyBy`: sends, keyed by their To the same way). null turns it off.
    */
   chaos(chaos: SimChaos<TwilioSimForm> | null): void;
   /** The carrier's clock: call times on the resources and the list's date filters follow it. */
@@ -236,7 +240,7 @@ export interface TwilioSim {
   close(): Promise<void>;
 }
 
-export interface TwilioSimOptions extends TwilioCallsOptions {
+export interface TwilioSimOptions extends TwilioCallsOptions, TwilioMessagesOptions {
   /** Routes served after the number and call routes (e.g. messages). */
   extraRoutes?: TwilioRoute[];
   /** Fixed port for `npm run sim`; tests use a free one. */
@@ -246,33 +250,41 @@ export interface TwilioSimOptions extends TwilioCallsOptions {
 export async function startTwilioSim(opts: TwilioSimOptions = {}): Promise<TwilioSim> {
   const state = new TwilioState();
   const calls = new TwilioCalls(state, opts);
-  const routes = [...numberRoutes, ...calls.routes(), ...(opts.extraRoutes ?? [])];
+  const messages = new TwilioMessages(state, calls.clock, opts);
+  const routes = [...numberRoutes, ...calls.routes(), ...messages.routes(), ...(opts.extraRoutes ?? [])];
   const server = await startSimServer<TwilioSimForm>(parseForm, (req) => dispatch(state, routes, req), opts.port ?? 0, TWILIO_ENDPOINTS);
   calls.apiBase = server.baseUrl;
+  messages.requestLog = server.requests;
+  const byTo = (r: TwilioSimRequest) => first(r.body.To) ?? '';
   return {
     baseUrl: server.baseUrl,
     state,
     numbers: state.numbers,
     requests: server.requests,
     calls: calls.calls,
+    messages,
     webhooks: calls.webhooks,
     errors: calls.errors,
     addAccount: (sid, token) => state.addAccount(sid, token),
     addNumber: (sid, e164) => state.addNumber(sid, e164),
     scenario: (to, scenario) => calls.scenario(to, scenario),
-    route: (publicBaseUrl, localBaseUrl) => calls.route(publicBaseUrl, localBaseUrl),
+    route: (publicBaseUrl, localBaseUrl) => {
+      calls.route(publicBaseUrl, localBaseUrl);
+      messages.route(publicBaseUrl, localBaseUrl);
+    },
     hangup: (callSid) => calls.hangup(callSid),
     placeInboundCall: (o) => calls.placeInboundCall(o),
     fail: (fault) => server.fail(fault),
-    // Dials by default, each dial's draw keyed by its To number (arrival order does not matter).
-    chaos: (chaos) => server.chaos(chaos === null ? null : chaos.match === undefined ? { match: 'dial', keyBy: (r) => first(r.body.To) ?? '', ...chaos } : chaos),
+    // Dials by default, each dial's draw keyed by its To number (arrival order does not matter); sends likewise.
+    chaos: (chaos) =>
+      server.chaos(chaos === null ? null : chaos.match === undefined ? { match: 'dial', keyBy: byTo, ...chaos } : chaos.match === 'message' ? { keyBy: byTo, ...chaos } : chaos),
     clock: calls.clock,
     advanceClock: (ms) => calls.clock.advance(ms),
     placedTo: (to) => calls.placedTo(to),
     placedCounts: () => calls.placedCounts(),
     dialRequests: (to) => server.requests.filter((r) => TWILIO_ENDPOINTS.dial(r) && (to === undefined || first(r.body.To) === to)),
     async close() {
-      await calls.close();
+      await Promise.all([calls.close(), messages.close()]);
       await server.close();
     },
   };
@@ -281,12 +293,14 @@ export async function startTwilioSim(opts: TwilioSimOptions = {}): Promise<Twili
 const ACCOUNT_PATH = '^/2010-04-01/Accounts/[^/]+';
 const CALLS = new RegExp(`${ACCOUNT_PATH}/Calls\\.json$`);
 const CALL = new RegExp(`${ACCOUNT_PATH}/Calls/[^/]+\\.json$`);
+const MESSAGES = new RegExp(`${ACCOUNT_PATH}/Messages\\.json$`);
 
 /** The endpoints faults can be limited to (sim-http.ts SimEndpoint). */
 export const TWILIO_ENDPOINTS = {
   dial: (r: TwilioSimRequest) => r.method === 'POST' && CALLS.test(r.path),
   hangup: (r: TwilioSimRequest) => r.method === 'POST' && CALL.test(r.path),
   lookup: (r: TwilioSimRequest) => r.method === 'GET' && (CALLS.test(r.path) || CALL.test(r.path)),
+  message: (r: TwilioSimRequest) => r.method === 'POST' && MESSAGES.test(r.path),
 };
 
 function dispatch(state: TwilioState, routes: TwilioRoute[], req: TwilioSimRequest): SimResponse {

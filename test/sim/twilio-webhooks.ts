@@ -8,8 +8,9 @@ import { signTwilio } from '../../voice/carriers/twilio-signature.ts';
 
 /** One webhook the sim sent, with the answer it got. */
 export interface TwilioSimWebhook {
+  /** The call's CA sid; for `sms` and `message-status` (twilio-messages.ts) the message's SM sid. */
   callSid: string;
-  kind: 'voice' | 'status' | 'amd' | 'recording';
+  kind: 'voice' | 'status' | 'amd' | 'recording' | 'sms' | 'message-status';
   /** The URL as given to the carrier: what the signature covers. */
   url: string;
   params: Record<string, string>;

@@ -4,8 +4,8 @@
 // paths start with /v2/. A base that already ends in /v2 (the form the carrier's
 // docs print) is accepted too, so either reading of the setting works.
 // Numbers and webhooks come first, then Call Control (dial, answer, reject, hang up,
-// status, a connection's active calls, a leg's event log); messages are further
-// methods over `request`.
+// status, a connection's active calls, a leg's event log), then messages (send, and
+// the carrier's message detail records to reconcile a send whose answer was lost).
 
 import { DEFAULT_CARRIER_TIMEOUT_MS, carrierFetch, joinUrl } from './carrier-http.ts';
 import { CarrierUnreachableError } from './errors.ts';
@@ -142,6 +142,27 @@ export interface TelnyxCallEvent {
   [field: string]: unknown;
 }
 
+/** `POST /v2/messages` (carriers.md §5): the fields this service sends. */
+export interface TelnyxSendMessage {
+  from: string;
+  to: string;
+  text: string;
+  /** message.sent / message.finalized go here instead of the messaging profile's URL. */
+  webhook_url?: string;
+}
+
+/** A message detail record of `GET /v2/detail_records?filter[record_type]=messaging`: cli is the sender, cld the recipient. */
+export interface TelnyxMessageRecord {
+  uuid: string;
+  cli: string;
+  cld: string;
+  direction?: string;
+  status?: string;
+  /** ISO 8601. */
+  created_at: string;
+  [field: string]: unknown;
+}
+
 export interface TelnyxRest {
   /** The account's number with exactly this E.164 value, or null when the account has none. */
   findNumber(e164: string): Promise<TelnyxNumber | null>;
@@ -187,6 +208,16 @@ export interface TelnyxRest {
    * name) are returned, whatever the carrier's filter did.
    */
   listCallEvents(callLegId: string, opts?: { name?: string; maxPages?: number; pageSize?: number }): Promise<TelnyxCallEvent[]>;
+  /** Sends an SMS; answers the message's id. A refusal (e.g. "40010", a sender not registered for 10DLC) is a CarrierRequestError. */
+  sendMessage(params: TelnyxSendMessage): Promise<{ id: string }>;
+  /** One message as the carrier has it now: `to[0].status` and `errors` say how its delivery went. */
+  getMessage(id: string): Promise<{ id: string; to?: { status?: unknown }[]; errors?: { code?: unknown; title?: unknown; detail?: unknown }[] }>;
+  /**
+   * The carrier's records of outbound messages from `cli` to `cld` created at or after
+   * `since` (ISO 8601): every page, at most `maxPages` (default 5) of `pageSize` (default
+   * 100); only records of that pair are returned, whatever the carrier's filter did.
+   */
+  listMessageRecords(filter: { cli: string; cld: string; since: string }, opts?: { maxPages?: number; pageSize?: number }): Promise<TelnyxMessageRecord[]>;
 }
 
 export function createTelnyxRest(opts: TelnyxRestOptions): TelnyxRest {
@@ -362,6 +393,52 @@ export function createTelnyxRest(opts: TelnyxRestOptions): TelnyxRest {
         if (data.length < pageSize || typeof totalPages !== 'number' || page >= totalPages) break;
       }
       return events.sort((a, b) => Date.parse(a.event_timestamp) - Date.parse(b.event_timestamp));
+    },
+
+    async sendMessage(params) {
+      const data = await request('POST', '/v2/messages', params);
+      const id = (data as { id?: unknown } | null)?.id;
+      if (typeof id !== 'string' || id === '') throw new CarrierUnreachableError('telnyx', 'telnyx message send answered without an id', 200);
+      return { id };
+    },
+
+    async getMessage(id) {
+      const data = await fetchRecord(`/v2/messages/${encodeURIComponent(id)}`);
+      if (typeof data.id !== 'string') throw new CarrierUnreachableError('telnyx', 'telnyx message answered without an id', 200);
+      return data as { id: string };
+    },
+
+    async listMessageRecords(filter, listOpts = {}) {
+      const maxPages = listOpts.maxPages ?? 5;
+      const pageSize = listOpts.pageSize ?? 100;
+      const records: TelnyxMessageRecord[] = [];
+      for (let page = 1; ; page++) {
+        if (page > maxPages) throw new CarrierUnreachableError('telnyx', `telnyx message records have more than ${maxPages} pages; refusing a partial answer`, 200);
+        const query = new URLSearchParams({
+          'filter[record_type]': 'messaging',
+          'filter[direction]': 'outbound',
+          'filter[cli]': filter.cli,
+          'filter[cld]': filter.cld,
+          'filter[created_at][gte]': filter.since,
+          'page[number]': String(page),
+          'page[size]': String(pageSize),
+          sort: '-created_at',
+        });
+        const path = `/v2/detail_records?${query.toString()}`;
+        const answer = (await fetchAnswer('GET', path, undefined, timeoutMs)) as { meta?: { total_pages?: unknown } } | null;
+        const data = dataOf('GET', path, answer);
+        if (!Array.isArray(data)) throw new CarrierUnreachableError('telnyx', 'telnyx message records answered without a data array', 200);
+        for (const item of data) {
+          const r = item as Partial<TelnyxMessageRecord> | null;
+          if (typeof r?.uuid !== 'string' || typeof r.cli !== 'string' || typeof r.cld !== 'string' || typeof r.created_at !== 'string') {
+            throw new CarrierUnreachableError('telnyx', 'telnyx message record without an id, numbers or time', 200);
+          }
+          if (r.cli === filter.cli && r.cld === filter.cld) records.push(r as TelnyxMessageRecord);
+        }
+        const totalPages = answer?.meta?.total_pages;
+        if (data.length < pageSize || typeof totalPages !== 'number' || page >= totalPages) break;
+      }
+      return records;
     },
   };
 }

@@ -2,7 +2,7 @@
 // Basic AccountSid:AuthToken, form-encoded bodies, JSON answers, errors
 // {code, message, more_info, status}. `baseUrl` is the host root, e.g.
 // https://api.twilio.com (TWILIO_API_BASE); paths start with /2010-04-01.
-// Numbers, then calls (create, hang up, fetch, list); messages are further methods over `request`.
+// Numbers, then calls (create, hang up, fetch, list), then messages (send, list).
 
 import { DEFAULT_CARRIER_TIMEOUT_MS, carrierFetch, joinUrl } from './carrier-http.ts';
 import { CarrierUnreachableError } from './errors.ts';
@@ -88,6 +88,28 @@ export interface TwilioCallFilter {
   ParentCallSid?: string;
 }
 
+/** `POST …/Messages.json` parameters, named as on the wire (carriers.md §1). */
+export interface TwilioCreateMessage {
+  To: string;
+  From: string;
+  Body: string;
+  /** Status callbacks (sent, delivered, undelivered, failed) are POSTed here. */
+  StatusCallback?: string;
+}
+
+/** A Message resource; the fields the service relies on, the rest as sent. */
+export interface TwilioMessage {
+  sid: string;
+  to: string;
+  from: string;
+  status: string;
+  direction?: string | null;
+  /** RFC 2822. */
+  date_created?: string | null;
+  error_code?: number | string | null;
+  [field: string]: unknown;
+}
+
 /** Form parameters; an array repeats the key (e.g. StatusCallbackEvent). */
 export type TwilioForm = Record<string, string | readonly string[] | undefined>;
 
@@ -123,6 +145,14 @@ export interface TwilioRest {
    * status callback says when its file is ready. Answers the recording's sid.
    */
   startRecording(callSid: string, opts: { statusCallback: string }): Promise<string>;
+  /** Sends an SMS (201 `queued`). A refusal (e.g. 30034, an unregistered US sender) is a CarrierRequestError. */
+  createMessage(params: TwilioCreateMessage): Promise<TwilioMessage>;
+  /**
+   * Messages from `From` to `To` (newest first), those sent on or after the UTC day of
+   * `SentOnOrAfter` (`DateSent>=YYYY-MM-DD`), following `next_page_uri` (at most
+   * `maxPages` pages; more is an error rather than a partial answer).
+   */
+  listMessages(filter: { To: string; From: string; SentOnOrAfter: string }, opts?: { maxPages?: number; pageSize?: number }): Promise<TwilioMessage[]>;
 }
 
 export function createTwilioRest(opts: TwilioRestOptions): TwilioRest {
@@ -215,6 +245,27 @@ export function createTwilioRest(opts: TwilioRestOptions): TwilioRest {
       return sid;
     },
 
+    async createMessage(params) {
+      const body = await request('POST', '/Messages.json', { To: params.To, From: params.From, Body: params.Body, StatusCallback: params.StatusCallback });
+      return asMessage(body, 'message creation');
+    },
+
+    async listMessages(filter, listOpts = {}) {
+      const maxPages = listOpts.maxPages ?? 5;
+      const query = encodeForm({ To: filter.To, From: filter.From, 'DateSent>': filter.SentOnOrAfter, PageSize: String(listOpts.pageSize ?? 1000) });
+      const messages: TwilioMessage[] = [];
+      let next: string | null = `${accountPath}/Messages.json?${query}`;
+      for (let page = 0; next !== null; page++) {
+        if (page === maxPages) throw new CarrierUnreachableError('twilio', `twilio message list has more than ${maxPages} pages; refusing a partial answer`, 200);
+        const body = (await send('GET', next, undefined, timeoutMs)) as { messages?: unknown; next_page_uri?: unknown } | null;
+        if (!Array.isArray(body?.messages)) throw new CarrierUnreachableError('twilio', 'twilio message list has no messages array', 200);
+        for (const m of body.messages) messages.push(asMessage(m, 'message list'));
+        const uri = body.next_page_uri;
+        next = typeof uri === 'string' && uri.startsWith(`${accountPath}/Messages.json?`) ? uri : null;
+      }
+      return messages;
+    },
+
     async fetchCall(callSid) {
       return asCall(await request('GET', `/Calls/${encodeURIComponent(callSid)}.json`), 'call fetch');
     },
@@ -273,6 +324,14 @@ function asCall(body: unknown, what: string): TwilioCall {
     throw new CarrierUnreachableError('twilio', `twilio ${what} answered without a call resource`, 200);
   }
   return body as TwilioCall;
+}
+
+function asMessage(body: unknown, what: string): TwilioMessage {
+  const v = body as { sid?: unknown; status?: unknown } | null;
+  if (typeof v !== 'object' || v === null || typeof v.sid !== 'string' || typeof v.status !== 'string') {
+    throw new CarrierUnreachableError('twilio', `twilio ${what} answered without a message resource`, 200);
+  }
+  return body as TwilioMessage;
 }
 
 function isIncomingNumber(value: unknown): value is TwilioIncomingNumber {

@@ -51,6 +51,9 @@ const LANGUAGE_NAMES: Record<string, string> = {
   ru: 'Russian', ja: 'Japanese', ar: 'Arabic', he: 'Hebrew', ko: 'Korean', zh: 'Chinese', pl: 'Polish',
 };
 
+/** A language code as the prompt names it ("en" → "English"); an unknown code as it is. */
+export const languageName = (code: string): string => LANGUAGE_NAMES[code] ?? code;
+
 const FACT_LABELS: [keyof CallerFacts, string][] = [
   ['name', 'Name'],
   ['email', 'Email'],
@@ -85,11 +88,20 @@ function formatIn(ms: number, timezone: string | null): string {
   return f.format(ms);
 }
 
-function dateLine(now: number, timezone: string | null): string {
+/** "It is now …" in the agent's zone (UTC when it has none or an unknown one); the SMS agent's prompt says it too. */
+export function dateLine(now: number, timezone: string | null): string {
   let zone = timezone ?? 'UTC';
   let f = formatterFor(zone);
   if (!f) f = formatterFor((zone = 'UTC'))!;
   return `It is now ${f.format(now)} (${zone}).`;
+}
+
+/** The caller's record as prompt lines (`- Label: value`); the SMS agent's prompt shows it the same way. */
+export function callerFactLines(caller: CallerFacts | null, timezone: string | null): string[] {
+  if (!caller) return [];
+  // last_call is the engine's JSON memory of the previous call: told as a sentence, its time in the agent's zone.
+  const factText = (k: keyof CallerFacts, v: string): string => (k === 'last_call' ? lastCallLine(v, (ms) => formatIn(ms, timezone)) : v.trim());
+  return FACT_LABELS.filter(([k]) => present(caller[k])).map(([k, label]) => `- ${label}: ${factText(k, caller[k]!)}`);
 }
 
 /** The system message of the call. */
@@ -99,9 +111,7 @@ export function assemblePrompt(p: PromptInput): string {
   if (present(p.callPrompt)) parts.push(`## This call\n${p.direction === 'outbound' ? 'You placed this call. ' : ''}${p.callPrompt.trim()}`);
   const vars = Object.entries(p.recipientVars ?? {}).filter(([, v]) => present(v));
   if (vars.length > 0) parts.push(`## About the person you are calling\n${vars.map(([k, v]) => `- ${k}: ${v}`).join('\n')}`);
-  // last_call is the engine's JSON memory of the previous call: told as a sentence, its time in the agent's zone.
-  const factText = (k: keyof CallerFacts, v: string): string => (k === 'last_call' ? lastCallLine(v, (ms) => formatIn(ms, p.agent.timezone)) : v.trim());
-  const facts = p.caller ? FACT_LABELS.filter(([k]) => present(p.caller![k])).map(([k, label]) => `- ${label}: ${factText(k, p.caller![k]!)}`) : [];
+  const facts = callerFactLines(p.caller, p.agent.timezone);
   if (facts.length > 0) parts.push(`## What we know about the caller\n${facts.join('\n')}`);
   parts.push(`## How to talk on this call\n${standingInstructions(p).map((l) => `- ${l}`).join('\n')}`);
   return parts.join('\n\n');
@@ -114,7 +124,7 @@ function standingInstructions(p: PromptInput): string[] {
     RESPONSE_LENGTH[a.response_length].instruction,
     a.language === 'multi'
       ? 'Reply in the language the caller speaks.'
-      : `Speak ${LANGUAGE_NAMES[a.language] ?? a.language}.`,
+      : `Speak ${languageName(a.language)}.`,
     // api.md: transfers are "controlled by the prompt only".
     'Never offer or attempt to transfer the call unless the instructions above ask for transfers.',
     a.incall_sms_enabled

@@ -4,12 +4,13 @@
 // endpoint the engine POSTs `{call_id, agent_id, name, arguments}` to (contract.md 9).
 // Pure: rows in, definitions out.
 import type { LlmTool } from '../providers/llm.ts';
+import { SEND_SMS_TOOL } from './sms-tool.ts';
 
 /** The in-call webhook's tool name (snake_case like custom functions; a function of this name is shadowed). */
 export const AUTOMATION_TOOL = 'automation_webhook';
 
 /** Names the engine's own tools use; a custom function may not take them. */
-export const ENGINE_TOOL_NAMES: ReadonlySet<string> = new Set(['end_call', 'transfer_call', AUTOMATION_TOOL]);
+export const ENGINE_TOOL_NAMES: ReadonlySet<string> = new Set(['end_call', 'transfer_call', SEND_SMS_TOOL, AUTOMATION_TOOL]);
 
 /** Rounds of tool calls in one caller turn before the model is asked to answer without tools. */
 export const MAX_TOOL_ROUNDS_PER_TURN = 3;
