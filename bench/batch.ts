@@ -24,23 +24,19 @@
 //    calls up at the carrier; the campaign's counts; nothing left pending.
 // The service's log (stdout, LOG_LEVEL, info by default) is read for warnings and errors,
 // summarised at the end.
-import { fork, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { openDatabase, type Db } from '../storage/db.ts';
-import { startCarrierSims, type CarrierSims } from '../test/helpers/fixtures.ts';
-import { remote } from '../test/helpers/remote.ts';
 import type { TwilioSimRequest } from '../test/sim/twilio-sim.ts';
-import { benchCustomer, benchServerPort } from './bench-customer.ts';
+import { benchCustomer } from './bench-customer.ts';
+import { startBenchServer } from './bench-server.ts';
 import { dialCommits, first, probeEachDial } from './dial-probe.ts';
 import { batchBody, benchPhone, farDate, peakOverlap, percentile, steadyRate } from './batch-plan.ts';
-import { affinityOf, cpuMask, machineTicks, setAffinity, setNiceness } from './process-cpu.ts';
-import { serverExecArgv } from './server-flags.ts';
+import { machineTicks } from './process-cpu.ts';
 
 export interface BatchBenchOptions {
   /** Recipients of each timed creation (BENCH_BATCH_RECIPIENTS). */
@@ -154,60 +150,13 @@ export function runQueueWaitMs(pid: number): number {
   }
 }
 
-/** Warnings and errors of the service's log, counted by message. */
-export function watchLog(child: ChildProcess) {
-  const byMsg = new Map<string, number>();
-  const samples: string[] = [];
-  if (child.stdout) {
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      const m = /"level":(\d+)/.exec(line);
-      if (!m || Number(m[1]) < 40) return;
-      let key = line.slice(0, 160);
-      try {
-        const j = JSON.parse(line) as { level: number; msg?: string; err?: { code?: string; message?: string } };
-        key = `${j.level >= 50 ? 'error' : 'warn'}: ${j.msg ?? '?'}${j.err?.code ? ` (${j.err.code})` : j.err?.message ? ` (${j.err.message.slice(0, 100)})` : ''}`;
-      } catch {
-        // not JSON: the raw start of the line
-      }
-      byMsg.set(key, (byMsg.get(key) ?? 0) + 1);
-      if (samples.length < 5) samples.push(line.slice(0, 600));
-    });
-  }
-  return { byMsg, samples };
-}
-
 export async function runBatchBench(o: BatchBenchOptions): Promise<void> {
-  const sims: CarrierSims = await startCarrierSims();
-  const dataDir = mkdtempSync(join(tmpdir(), 'switchboard-bench-batch-'));
-  const child = fork(fileURLToPath(new URL('./server.ts', import.meta.url)), [], {
-    execArgv: serverExecArgv(),
-    // BENCH_LOOP_DELAY: server.ts answers 'loop-delay' with how late its event loop ran since the last ask.
-    env: { ...process.env, ...sims.env, DATA_DIR: dataDir, LOG_LEVEL: process.env['LOG_LEVEL'] ?? 'info', BENCH_LOOP_DELAY: '1' },
-    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
-  });
-  const log = watchLog(child);
-  let exitedEarly: string | null = null;
-  child.once('exit', (code, signal) => (exitedEarly = `the server exited (code ${code}, signal ${signal})`));
+  const bench = await startBenchServer('batch');
+  const { child, sims, dataDir, url, server, placement, log } = bench;
+  const port = Number(new URL(url).port);
   let db: Db | null = null;
   const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
-  const ownAffinity = affinityOf(process.pid);
-  let pinned = false;
-  let prioritized = false;
   try {
-    const port = await benchServerPort(child);
-    // As the conversation bench: the service alone on the last core (so "on one core" is
-    // literal), this process (load, simulator) on the first, both at nice -10 so that other
-    // work on a shared machine does not take the server's core mid-measurement. BENCH_PIN=0: neither.
-    const lastCpu = cpus().length - 1;
-    if (process.env['BENCH_PIN'] !== '0') {
-      if (lastCpu >= 1) pinned = setAffinity(child.pid!, cpuMask(lastCpu)) && setAffinity(process.pid, cpuMask(0));
-      prioritized = setNiceness(child.pid!, -10) && setNiceness(process.pid, -10);
-    }
-    const placement = `server ${pinned ? `bound to CPU ${lastCpu}, this process to CPU 0` : 'NOT bound to a CPU'}${prioritized ? ', both at nice -10' : ', normal priority'}; ${cpus().length} CPUs`;
-    const url = `http://127.0.0.1:${port}`;
-    sims.twilio.route(sims.env['PUBLIC_BASE_URL']!, url);
-    sims.telnyx.redirect(sims.env['PUBLIC_BASE_URL']!, url);
-    const server = remote(url);
 
     // The account's limit has taken when this returns: a campaign's slots are fixed from it at creation.
     const { key, accountId, agentId, fromNumber } = await benchCustomer(server, sims, dataDir, o.limit);
@@ -362,7 +311,7 @@ export async function runBatchBench(o: BatchBenchOptions): Promise<void> {
     const simCallsOf = () => [...sims.twilio.calls.values()].filter((c) => dialSet.has(c.to));
     for (;;) {
       const now = performance.now();
-      if (exitedEarly) break;
+      if (bench.exitedEarly()) break;
       if (now > until) {
         timedOut = true;
         break;
@@ -441,7 +390,7 @@ export async function runBatchBench(o: BatchBenchOptions): Promise<void> {
     );
     const c = record ?? {};
     console.log(
-      `campaign ${campaignId}: ${before.body?.status} before launch → ${c.status}${timedOut ? ` (TIMED OUT after ${o.timeoutS} s)` : ''}${exitedEarly ? ` (${exitedEarly})` : ''}; ` +
+      `campaign ${campaignId}: ${before.body?.status} before launch → ${c.status}${timedOut ? ` (TIMED OUT after ${o.timeoutS} s)` : ''}${bench.exitedEarly() ? ` (${bench.exitedEarly()})` : ''}; ` +
         `valid ${c.valid_count}, pending ${c.pending_count}, in progress ${c.in_progress_count}, completed ${c.completed_count}, failed ${c.failed_count}, voicemail ${c.voicemail_count}, cancelled ${c.cancelled_count}; ` +
         `started_at ${c.started_at}, completed_at ${c.completed_at}${c.failure_reason ? `; failure_reason ${c.failure_reason}` : ''}`,
     );
@@ -473,13 +422,6 @@ export async function runBatchBench(o: BatchBenchOptions): Promise<void> {
   } finally {
     agent.destroy();
     db?.close();
-    if (child.exitCode === null && child.signalCode === null) {
-      child.send('stop');
-      await new Promise((r) => child.once('exit', r));
-    }
-    if (pinned && ownAffinity) setAffinity(process.pid, ownAffinity);
-    if (prioritized) setNiceness(process.pid, 0);
-    await sims.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    await bench.close();
   }
 }

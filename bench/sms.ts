@@ -30,27 +30,23 @@
 //    nothing left queued or sending.
 // The service's log (stdout, LOG_LEVEL, info by default) is read for warnings and errors,
 // summarised at the end. BENCH_PIN=0: the server not bound to a CPU, nobody reniced.
-import { fork } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
 import { openDatabase, type Db } from '../storage/db.ts';
-import { importTelnyxNumber, importTwilioNumber, startCarrierSims, type CarrierSims } from '../test/helpers/fixtures.ts';
-import { remote } from '../test/helpers/remote.ts';
+import { importTelnyxNumber, importTwilioNumber } from '../test/helpers/fixtures.ts';
 import type { RecordedRequest } from '../test/sim/sim-http.ts';
 import { TWILIO_ENDPOINTS } from '../test/sim/twilio-sim.ts';
 import { TELNYX_ENDPOINTS } from '../test/sim/telnyx-sim.ts';
 import type { SimSentMessage } from '../test/sim/sms-common.ts';
-import { benchCustomer, benchServerPort } from './bench-customer.ts';
+import { benchCustomer } from './bench-customer.ts';
 import { first } from './dial-probe.ts';
 import { benchPhone, percentile, steadyRate } from './batch-plan.ts';
-import { runQueueWaitMs, send, serverCpuMs, serverLoopDelay, watchLog } from './batch.ts';
-import { affinityOf, cpuMask, machineTicks, setAffinity, setNiceness } from './process-cpu.ts';
-import { serverExecArgv } from './server-flags.ts';
+import { runQueueWaitMs, send, serverCpuMs, serverLoopDelay } from './batch.ts';
+import { startBenchServer } from './bench-server.ts';
+import { machineTicks } from './process-cpu.ts';
 
 export interface SmsBenchOptions {
   /** Recipients of each timed creation (BENCH_SMS_RECIPIENTS). */
@@ -99,34 +95,12 @@ function campaignBody(o: { agentId: string; fromNumber: string; name: string; ph
 export async function runSmsBench(o: SmsBenchOptions): Promise<void> {
   // Each message in the simulators waits on their one closing signal: thousands at once are expected, not a leak.
   setMaxListeners(100_000);
-  const sims: CarrierSims = await startCarrierSims();
-  const dataDir = mkdtempSync(join(tmpdir(), 'switchboard-bench-sms-'));
-  const child = fork(fileURLToPath(new URL('./server.ts', import.meta.url)), [], {
-    execArgv: serverExecArgv(),
-    env: { ...process.env, ...sims.env, DATA_DIR: dataDir, LOG_LEVEL: process.env['LOG_LEVEL'] ?? 'info', BENCH_LOOP_DELAY: '1', SMS_SEND_INTERVAL_MS: '0' },
-    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
-  });
-  const log = watchLog(child);
-  let exitedEarly: string | null = null;
-  child.once('exit', (code, signal) => (exitedEarly = `the server exited (code ${code}, signal ${signal})`));
+  const bench = await startBenchServer('sms', { SMS_SEND_INTERVAL_MS: '0' });
+  const { child, sims, dataDir, url, server, placement, log } = bench;
+  const port = Number(new URL(url).port);
   let db: Db | null = null;
   const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
-  const ownAffinity = affinityOf(process.pid);
-  let pinned = false;
-  let prioritized = false;
   try {
-    const port = await benchServerPort(child);
-    // As the batch bench: the service alone on the last core, this process (load, simulators) on the first, both at nice -10.
-    const lastCpu = cpus().length - 1;
-    if (process.env['BENCH_PIN'] !== '0') {
-      if (lastCpu >= 1) pinned = setAffinity(child.pid!, cpuMask(lastCpu)) && setAffinity(process.pid, cpuMask(0));
-      prioritized = setNiceness(child.pid!, -10) && setNiceness(process.pid, -10);
-    }
-    const placement = `server ${pinned ? `bound to CPU ${lastCpu}, this process to CPU 0` : 'NOT bound to a CPU'}${prioritized ? ', both at nice -10' : ', normal priority'}; ${cpus().length} CPUs`;
-    const url = `http://127.0.0.1:${port}`;
-    sims.twilio.route(sims.env['PUBLIC_BASE_URL']!, url);
-    sims.telnyx.redirect(sims.env['PUBLIC_BASE_URL']!, url);
-    const server = remote(url);
     const { key, accountId, agentId, fromNumber } = await benchCustomer(server, sims, dataDir, 10);
     const auth = { authorization: `Bearer ${key}` };
     db = openDatabase(join(dataDir, 'switchboard.db'));
@@ -279,7 +253,7 @@ export async function runSmsBench(o: SmsBenchOptions): Promise<void> {
       let polls = 0;
       for (;;) {
         const now = performance.now();
-        if (exitedEarly) break;
+        if (bench.exitedEarly()) break;
         if (now > until) {
           timedOut = true;
           break;
@@ -343,7 +317,7 @@ export async function runSmsBench(o: SmsBenchOptions): Promise<void> {
           `this process (simulators, probe) ${fmt((((selfUsage.user + selfUsage.system) / 1e6) / runS) * 100, 0)}% of a core; machine ${fmt(machineBusy * 100, 0)}% busy over ${cpus().length} CPUs, load average ${loadavg()[0]!.toFixed(1)}; ${polls} API polls`,
       );
       console.log(
-        `campaigns: ${records.map((r) => r?.status).join(', ')}${timedOut ? ` (TIMED OUT after ${o.timeoutS} s)` : ''}${exitedEarly ? ` (${exitedEarly})` : ''}; ` +
+        `campaigns: ${records.map((r) => r?.status).join(', ')}${timedOut ? ` (TIMED OUT after ${o.timeoutS} s)` : ''}${bench.exitedEarly() ? ` (${bench.exitedEarly()})` : ''}; ` +
           `delivered ${sum('delivered_count')}, failed ${sum('failed_count')}, pending ${sum('pending_count')} of ${sum('total_count')}; ` +
           `simulator: ${messages} accepted (${delivered} delivered), ${missing} recipients never texted, ${repeated.length} texted more than once, ${stray} sends to other numbers; ` +
           `rows delivered ${rowsDelivered}; left: ${unsettled} messages queued or sending, ${intentsLeft} intents, ${liveSnapshots} unfinished snapshots`,
@@ -368,13 +342,6 @@ export async function runSmsBench(o: SmsBenchOptions): Promise<void> {
   } finally {
     agent.destroy();
     db?.close();
-    if (child.exitCode === null && child.signalCode === null) {
-      child.send('stop');
-      await new Promise((r) => child.once('exit', r));
-    }
-    if (pinned && ownAffinity) setAffinity(process.pid, ownAffinity);
-    if (prioritized) setNiceness(process.pid, 0);
-    await sims.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    await bench.close();
   }
 }
