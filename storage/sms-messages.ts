@@ -140,6 +140,9 @@ export function createSmsMessagesRepo(db: Db) {
         AND status IN ('sent', 'delivered') AND COALESCE(sent_at, created_at) >= ?
       ORDER BY COALESCE(sent_at, created_at) DESC LIMIT 1`,
   );
+  const awaitingStmt = db.prepare<[number, number, number], SmsRow>(
+    `SELECT * FROM sms_messages WHERE status = 'sent' AND created_at >= ? AND COALESCE(updated_at, created_at) < ? ORDER BY created_at LIMIT ?`,
+  );
   const setReplyStmt = db.prepare(`UPDATE sms_messages SET reply_state = ?, updated_at = ? WHERE message_id = ?`);
   const pendingRepliesStmt = db.prepare<[], SmsRow>(`SELECT * FROM sms_messages WHERE reply_state = 'pending' ORDER BY created_at, rowid`);
   const cancelQueuedStmt = db.prepare<[number, string]>(
@@ -257,6 +260,14 @@ export function createSmsMessagesRepo(db: Db) {
     lastCampaignTo(accountId: string, ourNumber: string, phone: string, since: number): { campaignId: string; sentAt: number } | null {
       const r = lastCampaignStmt.get(accountId, ourNumber, phone, since);
       return r ? { campaignId: r.campaign_id, sentAt: r.sent_at } : null;
+    },
+
+    /**
+     * Texts the carrier took but whose final delivery report never came (it may have come
+     * while the service was down): created since `since`, unchanged since `quietSince`.
+     */
+    awaitingReport(since: number, quietSince: number, limit: number): SmsRow[] {
+      return awaitingStmt.all(since, quietSince, limit);
     },
 
     setReplyState(messageId: string, state: 'answered' | 'failed', now: number): void {

@@ -39,6 +39,12 @@ export const MAX_NOT_SENT_ATTEMPTS = 5;
 /** Waits before asking the carrier about a send whose answer was lost, growing to the last. */
 const RECONCILE_DELAYS_MS = [1000, 5000, 15_000, 30_000, 60_000, 300_000];
 const NOT_SENT_DELAYS_MS = [1000, 5000, 15_000, 60_000];
+/** A text the carrier took is asked about when its report has not come for this long... */
+export const REPORT_QUIET_MS = 10 * 60_000;
+/** ...up to this long after it was created (carriers give up on delivery within a few days). */
+export const REPORT_WAIT_MS = 72 * 3_600_000;
+/** Texts asked about in one sweep at most (the next sweep takes the rest). */
+const REPORT_SWEEP_LIMIT = 1000;
 
 /** How a delivery treats a request that never left; read at each attempt, so its caller may change it. */
 export interface DeliverMode {
@@ -151,7 +157,34 @@ export function createSmsSender(deps: SmsSenderDeps) {
     }
   }
 
+  /**
+   * Texts the carrier took whose final delivery report never came (sent while the service
+   * was down, or lost on the way) are asked about, one at a time: those quiet since
+   * `quietSince` (at boot: every one, since any report may have come while it was down).
+   * Only a final status is recorded; a text still under way at the carrier is asked again
+   * at the next sweep, until REPORT_WAIT_MS after it was created.
+   */
+  async function sweepReports(quietSince = clock() - REPORT_QUIET_MS): Promise<number> {
+    const rows = storage.sms.awaitingReport(clock() - REPORT_WAIT_MS, quietSince, REPORT_SWEEP_LIMIT);
+    let settled = 0;
+    for (const row of rows) {
+      if (stopped) break;
+      const number = storage.numbers.get(row.account_id, row.from_number);
+      if (!number || row.carrier_message_id === null) continue;
+      try {
+        const report = await deps.carrierFor(number).fetchStatus(row.carrier_message_id);
+        if (report.status === 'sent') continue;
+        storage.sms.settle(row.message_id, { status: report.status, errorCode: report.errorCode, now: clock() });
+        settled++;
+      } catch (err) {
+        log.warn({ err, message_id: row.message_id }, 'asking the carrier for a delivery report failed; asking again at the next sweep');
+      }
+    }
+    return settled;
+  }
+
   return {
+    sweepReports,
     /**
      * Takes a committed message to where it settles (sent, failed, cancelled) and resolves
      * with its row. While `mode.failFast` holds, a request that never left fails the

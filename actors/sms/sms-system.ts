@@ -19,7 +19,7 @@ import type { CarrierSms } from '../../voice/carriers/sms.ts';
 import { smsCampaignMachine, smsCampaignStatusOf, type SmsCampaignSnapshot } from '../../machines/sms-campaign.ts';
 import type { SmsCampaignInput } from '../../machines/sms-campaign-events.ts';
 import { createPacer } from './paced-sender.ts';
-import { createSmsSender, type DeliverMode } from './sms-sender.ts';
+import { createSmsSender, REPORT_QUIET_MS, type DeliverMode } from './sms-sender.ts';
 import { sendRecipientEffect } from './send-recipient.ts';
 import { smsCampaignKind, SMS_CAMPAIGN_KIND } from './sms-campaign-kind.ts';
 import { keywordOf, OPT_IN_CONFIRMATION, OPT_OUT_CONFIRMATION } from './opt-out.ts';
@@ -54,6 +54,7 @@ export function createSmsSystem(deps: SmsSystemDeps) {
   const sleep = deps.sleep ?? realSleep;
   const pacer = createPacer({ now: clock, sleep, intervalMs: config.smsSendIntervalMs });
   let sent = 0;
+  let reportTimer: NodeJS.Timeout | null = null;
 
   function carrierFor(number: PhoneNumberRow): CarrierSms {
     const c = storage.numbers.openCredentials(number);
@@ -152,8 +153,14 @@ export function createSmsSystem(deps: SmsSystemDeps) {
     start(): void {
       sender.resume();
       for (const row of storage.sms.pendingReplies()) void answer(row);
+      // Delivery reports that came while the service was down are asked for now, and any lost since, every REPORT_QUIET_MS.
+      const sweep = (quietSince?: number) => void sender.sweepReports(quietSince).catch((err: unknown) => log.error({ err }, 'the SMS delivery report sweep failed'));
+      sweep(clock());
+      reportTimer = setInterval(() => sweep(), REPORT_QUIET_MS);
+      reportTimer.unref();
     },
     stop(): void {
+      if (reportTimer) clearInterval(reportTimer);
       sender.stop();
     },
 

@@ -35,6 +35,7 @@ CREATE UNIQUE INDEX sms_carrier_id ON sms_messages(carrier, carrier_message_id) 
 CREATE INDEX sms_unsettled ON sms_messages(status, created_at) WHERE status IN ('queued', 'sending');
 CREATE INDEX sms_thread ON sms_messages(account_id, from_number, to_number, created_at);
 CREATE INDEX sms_campaign ON sms_messages(campaign_id, campaign_seq) WHERE campaign_id IS NOT NULL;
+CREATE INDEX sms_awaiting_report ON sms_messages(created_at) WHERE status = 'sent';
 CREATE INDEX sms_pending_replies ON sms_messages(reply_state) WHERE reply_state = 'pending';
 
 CREATE TABLE sms_campaigns (

@@ -33,6 +33,8 @@ export interface CarrierSms {
    * (it was never sent). Throws when the carrier cannot be asked (ask again later).
    */
   findSent(lookup: SmsLookup): Promise<SentMessage | null>;
+  /** How the carrier says a message it took went (its delivery report, asked for). Throws when it cannot be asked. */
+  fetchStatus(carrierMessageId: string): Promise<SentMessage>;
 }
 
 /** A message the carrier has, with its delivery status now (its callbacks may have gone unheard). */

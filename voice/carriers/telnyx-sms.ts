@@ -3,9 +3,10 @@
 // records (`GET /v2/detail_records?filter[record_type]=messaging`, developers.telnyx.com
 // api-reference/detail-records), whose `uuid` is the message id, `cli` the sender and
 // `cld` the recipient; the message found is then read (`GET /v2/messages/{id}`) for how
-// its delivery went, since its status events came while its id was unknown here.
+// its delivery went, since its status events came while its id was unknown here (and a
+// message whose final event never came is read the same way: fetchStatus).
 import { createTelnyxRest, type TelnyxRestOptions } from './telnyx-rest.ts';
-import { classifySendError, CLOCK_SLACK_MS, earliestUnknown, type CarrierSms } from './sms.ts';
+import { classifySendError, CLOCK_SLACK_MS, earliestUnknown, type CarrierSms, type SentMessage } from './sms.ts';
 
 /** A message's `to[].status` as ours (carriers.md §5); anything still under way is `sent` (the carrier has it). */
 const MESSAGE_STATUS: Record<string, 'sent' | 'delivered' | 'undelivered' | 'failed'> = {
@@ -29,6 +30,14 @@ const MDR_STATUS: Record<string, 'delivered' | 'undelivered' | 'failed'> = {
 
 export function createTelnyxSms(opts: TelnyxRestOptions): CarrierSms {
   const rest = createTelnyxRest(opts);
+  /** The message as the carrier has it now: `to[0].status`, and its first error's code when it failed. */
+  async function fetchStatus(id: string): Promise<SentMessage> {
+    const message = await rest.getMessage(id);
+    const status = MESSAGE_STATUS[String(message.to?.[0]?.status ?? '')] ?? 'sent';
+    const err = message.errors?.[0];
+    const code = err && (typeof err.code === 'string' || typeof err.code === 'number') ? `carrier:${String(err.code)}` : null;
+    return { carrierMessageId: id, status, errorCode: status === 'sent' || status === 'delivered' ? null : code };
+  }
   return {
     carrier: 'telnyx',
     async send(m) {
@@ -39,6 +48,7 @@ export function createTelnyxSms(opts: TelnyxRestOptions): CarrierSms {
         throw classifySendError('telnyx', err);
       }
     },
+    fetchStatus,
     async findSent(l) {
       const records = await rest.listMessageRecords({ cli: l.from, cld: l.to, since: new Date(l.since - CLOCK_SLACK_MS).toISOString() });
       const ours = records.filter((r) => r.direction !== 'inbound');
@@ -52,11 +62,7 @@ export function createTelnyxSms(opts: TelnyxRestOptions): CarrierSms {
       if (found === null) return null;
       // The message itself says more than its record (the delivery's error code); the record stands when it cannot be read.
       try {
-        const message = await rest.getMessage(found.carrierMessageId);
-        const status = MESSAGE_STATUS[String(message.to?.[0]?.status ?? '')];
-        const err = message.errors?.[0];
-        const code = err && (typeof err.code === 'string' || typeof err.code === 'number') ? `carrier:${String(err.code)}` : null;
-        if (status) return { carrierMessageId: found.carrierMessageId, status, errorCode: status === 'sent' || status === 'delivered' ? null : (code ?? found.errorCode) };
+        return await fetchStatus(found.carrierMessageId);
       } catch {
         // the record's status is what is known
       }

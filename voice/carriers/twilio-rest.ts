@@ -153,6 +153,7 @@ export interface TwilioRest {
    * `maxPages` pages; more is an error rather than a partial answer).
    */
   listMessages(filter: { To: string; From: string; SentOnOrAfter: string }, opts?: { maxPages?: number; pageSize?: number }): Promise<TwilioMessage[]>;
+  fetchMessage(sid: string): Promise<TwilioMessage>;
 }
 
 export function createTwilioRest(opts: TwilioRestOptions): TwilioRest {
@@ -248,6 +249,10 @@ export function createTwilioRest(opts: TwilioRestOptions): TwilioRest {
     async createMessage(params) {
       const body = await request('POST', '/Messages.json', { To: params.To, From: params.From, Body: params.Body, StatusCallback: params.StatusCallback });
       return asMessage(body, 'message creation');
+    },
+
+    async fetchMessage(sid) {
+      return asMessage(await request('GET', `/Messages/${encodeURIComponent(sid)}.json`), 'message fetch');
     },
 
     async listMessages(filter, listOpts = {}) {
