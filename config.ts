@@ -2,6 +2,7 @@
 // once at start so a typo fails loudly instead of running on a silent default.
 import { z } from 'zod';
 import { MEDIA_ENGINES, type MediaEngineName } from './voice/engine/engine.ts';
+import type { BucketConfig } from './voice/recording/bucket-client.ts';
 
 const bool = z
   .enum(['true', 'false', '1', '0'])
@@ -12,6 +13,9 @@ const int = (min: number, max: number) =>
     .regex(/^\d+$/, 'must be a whole number')
     .transform(Number)
     .pipe(z.number().int().min(min).max(max));
+
+/** s3://bucket[/prefix]: a bucket name as S3 allows it, a prefix of plain key characters. */
+const BUCKET_URL = /^s3:\/\/([a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:\/([A-Za-z0-9._\/-]*))?$/;
 
 const envSchema = z.object({
   PORT: int(0, 65535).default(8080),
@@ -47,6 +51,8 @@ const envSchema = z.object({
   // The durable scheduler's longest sleep between looks at the clock (deadlines fire at their time; this bounds lateness after a clock step).
   SCHEDULER_INTERVAL_MS: int(10, 60_000).default(1000),
   CALL_STARTED_DELAY_MS: int(0, 600_000).default(2000),
+  // A web call's one-time access token (POST /v1/web-calls) opens its browser socket within this many seconds, or the call ends no-answer.
+  WEB_CALL_TOKEN_TTL_SECONDS: int(1, 3600).default(60),
   // api.md Limits: 1 message per second per sending number (the carrier's default); a number the carrier allows more can go faster.
   SMS_SEND_INTERVAL_MS: int(0, 60_000).default(1000),
   // A text whose send answer was lost is sent again only once the carrier's list has not shown it for this long (its lists can lag).
@@ -72,6 +78,23 @@ const envSchema = z.object({
   // sweep of the calls table at start and every RECORDING_SWEEP_INTERVAL_MS.
   RECORDING_RETENTION_DAYS: int(1, 36_500).default(90),
   RECORDING_SWEEP_INTERVAL_MS: int(100, 86_400_000).default(3_600_000),
+  // Recordings kept in an S3-compatible bucket instead of DATA_DIR/recordings (voice/recording/bucket-client.ts).
+  // Operator configuration like TWILIO_API_BASE: no address check applies to the endpoint.
+  RECORDINGS_BUCKET_URL: z
+    .string()
+    .regex(BUCKET_URL, 'must be s3://<bucket> or s3://<bucket>/<prefix> (prefix of letters, digits and . _ - /)')
+    .optional(),
+  RECORDINGS_BUCKET_ENDPOINT: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL, e.g. https://s3.eu-central-003.backblazeb2.com' }).optional(),
+  RECORDINGS_BUCKET_REGION: z.string().min(1).default('us-east-1'),
+  RECORDINGS_BUCKET_ACCESS_KEY_ID: z.string().min(1).optional(),
+  RECORDINGS_BUCKET_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  // Test knob: the waits between upload/delete attempts on the bucket, in place of the
+  // production 2 s, 10 s, 30 s, 1 min, 5 min, then every 10 min (the last wait repeats: never given up).
+  RECORDINGS_BUCKET_RETRY_SCHEDULE_MS: z
+    .string()
+    .regex(/^\d+(,\d+)*$/, 'must be comma-separated whole numbers of milliseconds, e.g. 200,400')
+    .transform((v) => v.split(',').map(Number))
+    .optional(),
   RATE_LIMIT_READS_PER_MIN: int(1, 100_000_000).default(600),
   RATE_LIMIT_WRITES_PER_MIN: int(1, 100_000_000).default(120),
   KEY_CREATION_PER_HOUR_PER_IP: int(1, 100_000_000).default(10),
@@ -119,8 +142,17 @@ export interface Config {
   smsSendIntervalMs: number;
   /** How long a text whose answer was lost must stay missing from the carrier's list before it is sent again. */
   smsResendAfterMs: number;
-  recordings: { retentionDays: number; sweepIntervalMs: number };
+  recordings: {
+    retentionDays: number;
+    sweepIntervalMs: number;
+    /** RECORDINGS_BUCKET_*: where recordings are kept instead of DATA_DIR/recordings; null keeps them there. */
+    bucket: BucketConfig | null;
+    /** The waits between bucket upload/delete attempts; null: the production schedule (actors/recordings/bucket-transfers.ts). */
+    bucketRetryScheduleMs: number[] | null;
+  };
   callStartedDelayMs: number;
+  /** Web calls (POST /v1/web-calls): how long the access token stays valid (the browser's time to connect). */
+  webCallTokenTtlMs: number;
   webhooks: {
     /** The whole exchange of one delivery attempt. */
     timeoutMs: number;
@@ -144,6 +176,29 @@ export interface Config {
 }
 
 export class ConfigError extends Error {}
+
+/** The bucket settings, or null when RECORDINGS_BUCKET_URL is unset; credentials are required with it. */
+function bucketConfig(e: z.infer<typeof envSchema>): BucketConfig | null {
+  if (e.RECORDINGS_BUCKET_URL === undefined) {
+    // A bucket half configured is a typo, not a choice: recordings would silently stay on the disk.
+    const stray = (['RECORDINGS_BUCKET_ENDPOINT', 'RECORDINGS_BUCKET_ACCESS_KEY_ID', 'RECORDINGS_BUCKET_SECRET_ACCESS_KEY'] as const).filter((k) => e[k] !== undefined);
+    if (stray.length > 0) throw new ConfigError(`Invalid configuration:\n  ${stray.map((k) => `${k}: set without RECORDINGS_BUCKET_URL`).join('\n  ')}`);
+    return null;
+  }
+  const missing = (['RECORDINGS_BUCKET_ACCESS_KEY_ID', 'RECORDINGS_BUCKET_SECRET_ACCESS_KEY'] as const).filter((k) => e[k] === undefined);
+  if (missing.length > 0) {
+    throw new ConfigError(`Invalid configuration:\n  ${missing.map((k) => `${k}: required with RECORDINGS_BUCKET_URL`).join('\n  ')}`);
+  }
+  const [, bucket, prefix] = BUCKET_URL.exec(e.RECORDINGS_BUCKET_URL)!;
+  return {
+    bucket: bucket!,
+    prefix: (prefix ?? '').replace(/^\/+|\/+$/g, ''),
+    endpoint: e.RECORDINGS_BUCKET_ENDPOINT?.replace(/\/+$/, '') ?? null,
+    region: e.RECORDINGS_BUCKET_REGION,
+    accessKeyId: e.RECORDINGS_BUCKET_ACCESS_KEY_ID!,
+    secretAccessKey: e.RECORDINGS_BUCKET_SECRET_ACCESS_KEY!,
+  };
+}
 
 /** Parses the environment; empty strings count as unset so `PORT=` means the default. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -182,8 +237,14 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     schedulerIntervalMs: e.SCHEDULER_INTERVAL_MS,
     smsSendIntervalMs: e.SMS_SEND_INTERVAL_MS,
     smsResendAfterMs: e.SMS_RESEND_AFTER_MS,
-    recordings: { retentionDays: e.RECORDING_RETENTION_DAYS, sweepIntervalMs: e.RECORDING_SWEEP_INTERVAL_MS },
+    recordings: {
+      retentionDays: e.RECORDING_RETENTION_DAYS,
+      sweepIntervalMs: e.RECORDING_SWEEP_INTERVAL_MS,
+      bucket: bucketConfig(e),
+      bucketRetryScheduleMs: e.RECORDINGS_BUCKET_RETRY_SCHEDULE_MS ?? null,
+    },
     callStartedDelayMs: e.CALL_STARTED_DELAY_MS,
+    webCallTokenTtlMs: e.WEB_CALL_TOKEN_TTL_SECONDS * 1000,
     webhooks: { timeoutMs: e.WEBHOOK_TIMEOUT_MS, retryScheduleMs: e.WEBHOOK_RETRY_SCHEDULE_MS ?? null },
     analysis: { timeoutMs: e.ANALYSIS_TIMEOUT_MS, retryScheduleMs: e.ANALYSIS_RETRY_SCHEDULE_MS ?? null },
     rateLimits: {

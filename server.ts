@@ -15,6 +15,7 @@ import { allRoutes } from './http/routes/index.ts';
 import { startHttpServer, type HttpServer } from './http/uws-adapter.ts';
 import { registerMediaSockets, type MediaSocketDeps, type MediaSockets } from './http/media-ws.ts';
 import { registerDebugSockets, type DebugSocketDeps, type DebugSockets } from './http/debug-ws.ts';
+import { registerWebMediaSockets, type WebMediaSockets } from './http/web-media-ws.ts';
 import type { MediaBindings } from './voice/media/bindings.ts';
 import { selectEngine } from './voice/engine/engine.ts';
 import { createProviders } from './actors/agent/providers.ts';
@@ -32,6 +33,8 @@ import { createCallAnalysisWorker } from './actors/post-call/call-analysis.ts';
 import { createPlatformRecordings } from './actors/recordings/platform-recordings.ts';
 import { createRecordingRetention } from './actors/recordings/recording-retention.ts';
 import { createProviderRecordings } from './actors/recordings/provider-recordings.ts';
+import { createBucketTransfers } from './actors/recordings/bucket-transfers.ts';
+import { createBucketClient } from './voice/recording/bucket-client.ts';
 import { createAnalysisModel } from './voice/analysis/analysis-client.ts';
 import { Agent as HttpsAgent } from 'node:https';
 import type { TemplatedApp } from 'uWebSockets.js';
@@ -126,6 +129,18 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
   // per delivery cut throughput to a quarter (BENCH_ONLY=outbox). Each socket's address
   // was checked when it connected (voice/target-request.ts), so reuse checks nothing less.
   const webhookAgent = opts.webhookAgent ?? new HttpsAgent({ keepAlive: true, maxSockets: WEBHOOK_SOCKETS_PER_RECEIVER });
+  // Recordings in a bucket (RECORDINGS_BUCKET_URL), else under DATA_DIR: the bucket's worker
+  // uploads what was written here (restarts included) and deletes what was erased or expired.
+  const bucket = config.recordings.bucket === null ? null : createBucketClient(config.recordings.bucket);
+  const bucketTransfers = createBucketTransfers({
+    storage,
+    bucket,
+    publicBaseUrl: config.publicBaseUrl,
+    clock,
+    log,
+    metrics,
+    ...(config.recordings.bucketRetryScheduleMs ? { retryScheduleMs: config.recordings.bucketRetryScheduleMs } : {}),
+  });
   // The webhook outbox's worker: sends what is pending (restarts included) once started below.
   const webhooks = createWebhookOutbox({
     storage,
@@ -138,6 +153,7 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
     agent: webhookAgent,
     publicBaseUrl: config.publicBaseUrl,
     recordingSources: { twilioApiBase: config.twilioApiBase, allowPrivate: config.allowPrivateNetworkTargets },
+    recordingsToBucket: bucket !== null,
   });
   // Actors come back before the first request can reach them; the carrier is asked about
   // calls that were up while the server starts listening, and readiness waits for it.
@@ -145,7 +161,7 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
   // started below, and records each outcome with call.completed and the caller's memory.
   // Platform recordings (recording_source `platform`): made by the conversation engine,
   // waited for by the analysis (the recording is saved before call.completed goes).
-  const recordings = createPlatformRecordings({ storage, publicBaseUrl: config.publicBaseUrl, log, clock });
+  const recordings = createPlatformRecordings({ storage, publicBaseUrl: config.publicBaseUrl, toBucket: bucket !== null, log, clock });
   const providerRecordings = createProviderRecordings({ storage, config, clock, log });
   const retention = createRecordingRetention({ storage, clock, log, ...config.recordings });
   const analysis = createCallAnalysisWorker({
@@ -171,10 +187,25 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
     }
     conversation = await startConversationRuntime({ providers: providers.providers, storage, contextOf: calls.contextOf, watchCall: calls.watchContext, carrierKeys, recordings, providerRecordings, sms, config, clock, metrics, log });
   }
-  const deps: AppDeps = { config, storage, metrics, clock, calls, campaigns, sms, webhooks, inspection, providers: providers.status, carrierKeys, isReady: () => ready };
+  const deps: AppDeps = {
+    config,
+    storage,
+    metrics,
+    clock,
+    calls,
+    campaigns,
+    sms,
+    webhooks,
+    inspection,
+    providers: providers.status,
+    carrierKeys,
+    recordings: { bucket, transfers: bucketTransfers },
+    isReady: () => ready,
+  };
   const routes = allRoutes(deps);
   let media: MediaSockets | null = null;
   let debug: DebugSockets | null = null;
+  let webMedia: WebMediaSockets | null = null;
   const auth = createAuthenticator(storage.accounts);
   // One set of rate-limit buckets for HTTP and websocket upgrades alike: one budget per key, and per client IP without one.
   const limits = new RateLimits(config.rateLimits);
@@ -208,6 +239,15 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
         log,
         ...opts.media,
       });
+      // Browsers' web calls (POST /v1/web-calls): the same engine as the carriers' streams.
+      webMedia = registerWebMediaSockets(app, {
+        bindings: calls.webBindings,
+        engine: selectEngine(config.mediaEngine, () => conversation!.engine),
+        watchCall: calls.watchContext,
+        clock,
+        metrics,
+        log,
+      });
       debug = registerDebugSockets(app, {
         source: inspection,
         auth,
@@ -231,6 +271,7 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
   sms.start();
   webhooks.start();
   analysis.start();
+  bucketTransfers.start();
   retention.start();
   ready = true;
   log.info({ port: http.port, data_dir: resolve(config.dataDir) }, 'switchboard listening');
@@ -251,6 +292,7 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
         clearInterval(flush);
         // Streams end while the database is open: their calls' actors record MEDIA.STOPPED.
         media?.closeAll();
+        webMedia?.closeAll();
         debug?.closeAll();
         await http.close(config.shutdownGraceMs);
         calls.stop();
@@ -260,6 +302,8 @@ export async function startSwitchboard(config: Config, opts: StartOptions = {}):
         await recordings.idle();
         await providerRecordings.idle();
         await retention.stop();
+        // An upload cut short here stays committed: the next start sends it again.
+        await bucketTransfers.stop();
         await analysis.stop();
         if (!opts.webhookAgent) webhookAgent.destroy();
         conversation?.stop();

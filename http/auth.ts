@@ -1,6 +1,7 @@
 // API-key authentication: `Authorization: Bearer KEY_ID:KEY_SECRET`. Secrets are
 // stored as SHA-256 and compared in constant time; a revoked key fails at once
-// because the accounts repository drops its cached row when it revokes.
+// because the accounts repository drops its cached row when it revokes (and within a
+// second when the operator's admin command revokes it from another process).
 import { hash, timingSafeEqual } from 'node:crypto';
 import type { AccountsRepo } from '../storage/accounts.ts';
 import { ApiError } from './errors.ts';

@@ -10,6 +10,8 @@ import type { WebhookOutbox } from '../actors/outbox/webhook-outbox.ts';
 import type { LiveActorSource } from '../actors/runtime/inspection.ts';
 import type { ProviderStatus } from '../actors/agent/providers.ts';
 import type { CarrierKeys } from '../actors/agent/engine-keypad.ts';
+import type { BucketTransfers } from '../actors/recordings/bucket-transfers.ts';
+import type { BucketClient } from '../voice/recording/bucket-client.ts';
 
 export interface AppDeps {
   config: Config;
@@ -30,6 +32,11 @@ export interface AppDeps {
   providers: ProviderStatus;
   /** Keys carriers report as call events (carrier B), for the live conversation of their call. */
   carrierKeys?: CarrierKeys;
+  /**
+   * Where recordings are kept beyond DATA_DIR: the bucket's client (the links stream from it;
+   * null without RECORDINGS_BUCKET_URL) and its worker (erasures run their bucket deletes through it).
+   */
+  recordings: { bucket: BucketClient | null; transfers: BucketTransfers };
   /** True once storage is open and every unfinished actor is restored. */
   isReady: () => boolean;
 }

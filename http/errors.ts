@@ -80,6 +80,7 @@ export const ERRORS = {
   // Calls and batch campaigns
   call_not_found: missing('No call with this id on your account.'),
   recording_not_found: missing('No recording at this link: it was never made, was deleted with its call, or is past its retention.'),
+  recording_store_unreachable: { type: 'provider_error', status: 502, message: 'The store that keeps the recording did not answer. Try again shortly.' },
   outbound_failed: { type: 'provider_error', status: 502, message: 'The carrier rejected the call.' },
   from_number_not_owned: bad('from_number is not a number on your account.'),
   from_number_not_found: bad('from_number is not an outbound-enabled number of this agent.'),

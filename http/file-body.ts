@@ -4,8 +4,10 @@
 // response holds one chunk in memory whatever the file's size, the event loop never waits
 // on the disk, and a client that stops reading stops the reads too (uWS closes it after
 // its 10 s send timeout). The file is opened per response and closed on every way out:
-// the last byte sent, the client gone (onAborted), a read failing.
-import { open, type FileHandle } from 'node:fs/promises';
+// the last byte sent, the client gone (onAborted), a read failing. A region that is a
+// stream (a recording in the bucket) is pulled the same way, a chunk at a time, so the
+// store is read only as fast as the client takes it; the client going away aborts it.
+import { open } from 'node:fs/promises';
 import type { HttpResponse } from 'uWebSockets.js';
 import type { FileRegion } from './route.ts';
 
@@ -24,10 +26,13 @@ export function sendFile(res: HttpResponse, aborted: { v: boolean }, status: str
   /** Resolves a send waiting for onWritable: false when the client went away meanwhile. */
   let waiting: ((sent: boolean) => void) | null = null;
   let headWritten = false;
+  /** Aborted when the client goes away: a stream's source stops waiting on its store. */
+  const gone = new AbortController();
   // Registered before anything async (uWS rule): replaces the adapter's handler, keeps its flag.
   res.onAborted(() => {
     aborted.v = true;
     waiting?.(false);
+    gone.abort();
   });
 
   /** Hands `chunk` to uWS: true once all of it was taken, false when the client went away. */
@@ -64,33 +69,52 @@ export function sendFile(res: HttpResponse, aborted: { v: boolean }, status: str
   }
 
   async function run(): Promise<void> {
-    let file: FileHandle | null = null;
+    let sent = 0;
     try {
       if (total === 0) {
         send(new Uint8Array(0));
         return;
       }
-      file = await open(region.path, 'r');
-      const buffer = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, total));
-      for (let at = region.start; at <= region.end; ) {
+      const chunks = 'path' in region ? fileChunks(region.path, region.start, region.end) : region.stream(gone.signal);
+      // Leaving the loop early (the client gone, the body complete) closes the source: the file, or the store's response.
+      for await (const chunk of chunks) {
         if (aborted.v) return;
-        const { bytesRead } = await file.read(buffer, 0, Math.min(buffer.length, region.end + 1 - at), at);
-        // Shorter than the length already promised (the file shrank underneath): the
-        // answer cannot be completed, so the connection is cut rather than left hanging.
-        if (bytesRead === 0) throw new Error('file ended before the region did');
-        at += bytesRead;
-        if (!(await send(buffer.subarray(0, bytesRead)))) return;
+        // Never more than the length already promised, whatever the source sends.
+        const part = chunk.length > total - sent ? chunk.subarray(0, total - sent) : chunk;
+        sent += part.length;
+        if (!(await send(part))) return;
+        if (sent === total) return;
       }
+      // Shorter than the length already promised (the file shrank underneath, the store
+      // stopped): the answer cannot be completed, so the connection is cut rather than left hanging.
+      throw new Error('the source ended before the region did');
     } catch {
       if (!aborted.v) {
         aborted.v = true;
         res.close();
       }
     } finally {
-      await file?.close().catch(() => undefined);
+      gone.abort();
       done();
     }
   }
 
   void run();
+}
+
+/** The bytes `start` to `end` of a file, one reused 64 KiB buffer at a time; the file is closed however the reading ends. */
+async function* fileChunks(path: string, start: number, end: number): AsyncGenerator<Uint8Array> {
+  const file = await open(path, 'r');
+  try {
+    const buffer = Buffer.allocUnsafe(Math.min(CHUNK_BYTES, end + 1 - start));
+    for (let at = start; at <= end; ) {
+      const { bytesRead } = await file.read(buffer, 0, Math.min(buffer.length, end + 1 - at), at);
+      if (bytesRead === 0) return;
+      at += bytesRead;
+      // The buffer is read again only after the consumer asked for the next chunk, so it has sent this one.
+      yield buffer.subarray(0, bytesRead);
+    }
+  } finally {
+    await file.close().catch(() => undefined);
+  }
 }

@@ -45,12 +45,12 @@ export interface HandlerResult {
   file?: FileRegion;
 }
 
-/** Bytes `start` to `end` (inclusive, as in Content-Range) of the file at `path`; `end` is `start - 1` for none. */
-export interface FileRegion {
-  path: string;
-  start: number;
-  end: number;
-}
+/**
+ * Bytes `start` to `end` (inclusive, as in Content-Range; `end` is `start - 1` for none) of
+ * the file at `path`, or of what `stream` yields (a recording in the bucket, opened only when
+ * the body is sent: a HEAD request never opens it).
+ */
+export type FileRegion = { start: number; end: number } & ({ path: string } | { stream: (signal: AbortSignal) => AsyncIterable<Uint8Array> });
 
 export interface ResponseDoc {
   description: string;

@@ -172,8 +172,14 @@ export const callInputSchema = z.object({
   id: z.string(),
   accountId: z.string(),
   agentId: z.string().nullable(),
+  /** A web call is `inbound`: the person in the browser calls the agent. */
   direction: z.enum(['inbound', 'outbound']),
-  provider: z.enum(['twilio', 'telnyx']),
+  /**
+   * The call's media provider: a carrier, or `web` for a browser's web call (POST
+   * /v1/web-calls): no carrier leg, its media on the browser websocket, answered when
+   * that socket connects, ended when it closes.
+   */
+  provider: z.enum(['twilio', 'telnyx', 'web']),
   /** The account's own number on the call (from outbound, to inbound). */
   phoneNumber: z.string(),
   from: z.string(),
@@ -186,5 +192,7 @@ export const callInputSchema = z.object({
   /** Outbound only: start in `queued` (no free slot) instead of dialing at once. */
   queued: z.boolean(),
   createdAt: at,
+  /** Web calls: the browser must connect by then (its one-time access token's expiry), or the call ends `no-answer`. */
+  connectBy: at.optional(),
 });
 export type CallInput = z.infer<typeof callInputSchema>;

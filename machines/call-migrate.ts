@@ -20,6 +20,8 @@ const KNOWN_STATES = new Set(Object.keys(callMachine.config.states ?? {}));
  */
 export function placeCall(ctx: CallContext): unknown {
   if (ctx.endedAt !== null) return 'post-call';
+  // A web call has no carrier leg: waiting for its browser, or on the line (RESTORED then ends it media_lost).
+  if (ctx.provider === 'web') return ctx.hangupReason !== null ? 'hanging-up' : ctx.startedAt === null ? 'awaiting-browser' : { 'in-progress': 'listening' };
   if (ctx.carrierCallId === null) return ctx.queued && ctx.dialedAt === null ? 'queued' : ctx.direction === 'inbound' ? { 'in-progress': 'listening' } : { 'dial-unknown': 'asking' };
   if (ctx.hangupReason !== null) return 'hanging-up';
   // A transfer that was running: the carrier is asked where it stands (never sent again).

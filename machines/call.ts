@@ -51,6 +51,8 @@ export const LIVENESS = {
   dialGiveUpMs: 15 * 60_000,
   /** Hang-up attempts before the call is ended on our word alone. */
   hangupAttempts: 5,
+  /** A web call whose input names no `connectBy` waits this long for its browser. */
+  webConnectMs: 60_000,
 } as const;
 
 /** Params of the `scheduleDeadline` action: a durable timer that later sends `event`. */
@@ -227,6 +229,12 @@ export const callMachine = setup({
     // We asked for the hang-up at hangupRequestedAt; the call is billed to then unless the carrier said otherwise.
     endByHangupDone: assign(({ context, event }) => finalValues(context, { by: 'hangup-done', at: context.hangupRequestedAt ?? event.at })),
     cancelQueued: assign(({ context, event }) => finalValues(context, { by: 'queue-cancel', at: event.at })),
+    // A web call the service ends before its browser connected: nobody was ever on it.
+    cancelUnconnected: assign(({ context, event }) => finalValues(context, { by: 'queue-cancel', at: event.at })),
+    // A web call whose browser never connected before its access token expired.
+    endUnanswered: assign(({ context, event }) => finalValues(context, { by: 'carrier', status: 'no-answer', at: event.at })),
+    // A web call's browser hung up (or its socket closed): the far end ended a connected call.
+    endByBrowser: assign(({ context, event }) => finalValues(context, { by: 'carrier', status: 'completed', at: event.at })),
     // The call ended at the carrier while nobody heard (a restart, a lost callback): it
     // ends at the carrier's end time; after a restart the reason is media_lost.
     endGone: assign(({ context, event }) => {
@@ -242,6 +250,8 @@ export const callMachine = setup({
   },
   guards: {
     inbound: ({ context }) => context.direction === 'inbound',
+    /** A browser's web call: no carrier leg, its media is the browser's websocket. */
+    web: ({ context }) => context.provider === 'web',
     queued: ({ context }) => context.queued,
     hangupPending: ({ context }) => context.hangupReason !== null,
     /** AMD says machine and the agent asked the carrier to detect: we hang up as voicemail. */
@@ -272,8 +282,9 @@ export const callMachine = setup({
   id: 'call',
   context: ({ input }) => ({
     ...input,
-    callStatus: input.direction === 'inbound' ? 'in-progress' : input.queued ? 'queued' : 'initiated',
-    startedAt: input.direction === 'inbound' ? input.createdAt : null,
+    // A web call is `initiated` until its browser connects (then it is answered).
+    callStatus: input.provider === 'web' ? 'initiated' : input.direction === 'inbound' ? 'in-progress' : input.queued ? 'queued' : 'initiated',
+    startedAt: input.direction === 'inbound' && input.provider !== 'web' ? input.createdAt : null,
     endedAt: null,
     endedReason: null,
     voicemailDetected: false,
@@ -294,6 +305,7 @@ export const callMachine = setup({
     // Transient: picks the first real state from the input.
     created: {
       always: [
+        { guard: 'web', target: 'awaiting-browser' },
         { guard: 'inbound', target: 'in-progress' },
         { guard: 'queued', target: 'queued' },
         { target: 'dialing' },
@@ -311,6 +323,29 @@ export const callMachine = setup({
         TIMER: { guard: ({ event }) => event.name === 'queue_check', target: 'queued', reenter: true, actions: 'requestSlot' },
         // Its timer is re-armed (a snapshot from an older version may have none).
         RESTORED: { target: 'queued', reenter: true },
+      },
+    },
+
+    // A web call waits for its browser: the socket presenting the one-time access token
+    // answers it (MEDIA.STARTED). Its deadline is the token's expiry: past it nobody can
+    // connect any more, so the call ends no-answer and its slot frees. No carrier leg
+    // exists, so nothing is dialed, asked or hung up.
+    'awaiting-browser': {
+      tags: [CALL_TAGS.holdsSlot],
+      entry: {
+        type: 'scheduleDeadline',
+        params: ({ context }) => {
+          const dueAt = context.connectBy ?? context.createdAt + LIVENESS.webConnectMs;
+          return { name: 'stale', dueAt, event: { type: 'TIMER', at: dueAt, name: 'stale' } };
+        },
+      },
+      exit: cancel('stale'),
+      on: {
+        'MEDIA.STARTED': { target: 'in-progress', actions: 'markAnswered' },
+        'HANGUP.REQUESTED': { target: 'ended', actions: 'cancelUnconnected' },
+        TIMER: { guard: ({ event }) => event.name === 'stale', target: 'ended', actions: 'endUnanswered' },
+        // The token outlives a restart (it is in the call's row): the browser may still connect.
+        RESTORED: { target: 'awaiting-browser', reenter: true },
       },
     },
 
@@ -467,8 +502,14 @@ export const callMachine = setup({
         'CARRIER.AMD': { guard: 'voicemailByAmd', target: 'hanging-up', actions: 'requestHangup' },
         'CARRIER.ENDED': { target: 'ended', actions: 'endByCarrier' },
         'HANGUP.REQUESTED': { target: 'hanging-up', actions: 'requestHangup' },
-        // Re-entered: max_duration (from startedAt) and the check are re-armed.
-        RESTORED: { target: 'in-progress', reenter: true, actions: ['markRestored', 'checkCall'] },
+        // A web call's browser hung up, or its socket closed: the caller ended the call.
+        'MEDIA.STOPPED': { guard: 'web', target: 'ended', actions: 'endByBrowser' },
+        RESTORED: [
+          // A web call's media died with the process and no carrier keeps the caller on the line: it ends, media_lost.
+          { guard: 'web', target: 'hanging-up', actions: 'requestHangup' },
+          // Re-entered: max_duration (from startedAt) and the check are re-armed.
+          { target: 'in-progress', reenter: true, actions: ['markRestored', 'checkCall'] },
+        ],
         TIMER: [
           { guard: ({ event }) => event.name === 'stale', actions: ['checkCall', cancel('stale'), timer('stale', LIVENESS.connectedCheckMs)] },
           { guard: ({ event }) => event.name === 'retry', actions: 'checkCall' },
@@ -550,7 +591,7 @@ export const callMachine = setup({
 export type CallSnapshot = SnapshotFrom<typeof callMachine>;
 
 /** The top-level states a live call can be in, for gauges that count calls per phase. */
-export const CALL_PHASES = ['queued', 'dialing', 'dial-unknown', 'initiated', 'ringing', 'in-progress', 'hanging-up', 'post-call'] as const;
+export const CALL_PHASES = ['queued', 'awaiting-browser', 'dialing', 'dial-unknown', 'initiated', 'ringing', 'in-progress', 'hanging-up', 'post-call'] as const;
 
 /** A snapshot's top-level state (the phase), whatever child state it is in. */
 export function phaseOf(value: unknown): string {

@@ -1,5 +1,6 @@
-// Accounts and their API keys. Every key query is scoped by account, except the one
-// look-up by key id that authentication needs before it knows the account.
+// Accounts and their API keys. Every key query is scoped by account, except the
+// look-ups by key id that authentication (and the operator's admin command) need before
+// they know the account.
 import type { Db } from './db.ts';
 
 export type Plan = 'payg' | 'starter' | 'scale' | 'enterprise';
@@ -48,24 +49,27 @@ export function createAccountsRepo(db: Db) {
   );
   const revoke = db.prepare('UPDATE api_keys SET revoked_at = ? WHERE id = ? AND account_id = ?');
   const touch = db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?');
+  const selectAccounts = db.prepare<[], AccountRow>('SELECT id, plan, concurrency_limit, created_at FROM accounts ORDER BY created_at, id');
 
   // Authentication reads a key row on every request, and an autocommit read in WAL
-  // mode costs several lock syscalls. Rows are cached here, beside the only code that
-  // revokes or deletes keys, which drops the entry in the same call: a revoked key
-  // fails on the very next request. Bounded so a flood of ids cannot grow it.
-  const keyCache = new Map<string, KeyRow>();
+  // mode costs several lock syscalls. Rows are cached here, beside the code that
+  // revokes or deletes keys, which drops the entry in the same call: a key revoked by
+  // this process fails on the very next request. The operator's admin command revokes
+  // from another process, which cannot reach this map, so an entry lives at most
+  // CACHE_TTL_MS: such a revocation is seen within a second. Bounded so a flood of ids
+  // cannot grow it.
+  const keyCache = new Map<string, { row: KeyRow; until: number }>();
   const KEY_CACHE_MAX = 10_000;
   // Account rows are read on every request that needs the plan or limit. Changes made
-  // by this process drop the entry at once; the operator's admin command runs in
-  // another process, so its plan changes are seen within ACCOUNT_TTL_MS.
+  // by this process drop the entry at once; the admin command's are seen within CACHE_TTL_MS.
   const accountCache = new Map<string, { row: AccountRow; until: number }>();
-  const ACCOUNT_TTL_MS = 1000;
+  const CACHE_TTL_MS = 1000;
 
-  const revokeTx = db.transaction((accountId: string, keyId: string, now: number): RevokeResult => {
+  const revokeTx = db.transaction((accountId: string, keyId: string, now: number, allowLast: boolean): RevokeResult => {
     const key = selectOwnKey.get(keyId, accountId);
     if (!key) return 'not_found';
     if (key.revoked_at !== null) return 'revoked';
-    if (countActive.get(accountId)!.n <= 1) return 'last_active_key';
+    if (!allowLast && countActive.get(accountId)!.n <= 1) return 'last_active_key';
     revoke.run(now, keyId, accountId);
     keyCache.delete(keyId);
     return 'revoked';
@@ -77,6 +81,10 @@ export function createAccountsRepo(db: Db) {
       insertAccount.run(id, plan, limit, now);
       return { id, plan, concurrency_limit: limit, created_at: now };
     },
+    /** Every account, oldest first: the operator's list. */
+    listAccounts(): AccountRow[] {
+      return selectAccounts.all();
+    },
     getAccount(id: string): AccountRow | undefined {
       const now = performance.now();
       const cached = accountCache.get(id);
@@ -84,7 +92,7 @@ export function createAccountsRepo(db: Db) {
       const row = selectAccount.get(id);
       if (row) {
         if (accountCache.size >= KEY_CACHE_MAX) accountCache.clear();
-        accountCache.set(id, { row, until: now + ACCOUNT_TTL_MS });
+        accountCache.set(id, { row, until: now + CACHE_TTL_MS });
       } else accountCache.delete(id);
       return row;
     },
@@ -107,22 +115,34 @@ export function createAccountsRepo(db: Db) {
     createKey(k: { id: string; accountId: string; name: string | null; email: string | null; secretHash: Buffer; now: number }): void {
       insertKey.run(k.id, k.accountId, k.name, k.email, k.secretHash, k.now);
     },
-    /** Authentication's look-up: the only key query not scoped by account. */
+    /** Authentication's look-up, not scoped by account (it finds the account). */
     findKeyForAuth(keyId: string): KeyRow | undefined {
+      const now = performance.now();
       const cached = keyCache.get(keyId);
-      if (cached) return cached;
+      if (cached && cached.until > now) return cached.row;
       const row = selectKey.get(keyId);
       if (row) {
         if (keyCache.size >= KEY_CACHE_MAX) keyCache.clear();
-        keyCache.set(keyId, row);
-      }
+        keyCache.set(keyId, { row, until: now + CACHE_TTL_MS });
+      } else keyCache.delete(keyId);
       return row;
+    },
+    /** The operator's look-up of any key, uncached: it runs in the admin command's own process. */
+    findKey(keyId: string): KeyRow | undefined {
+      return selectKey.get(keyId);
     },
     listKeys(accountId: string): KeyRow[] {
       return selectKeys.all(accountId);
     },
     revokeKey(accountId: string, keyId: string, now: number): RevokeResult {
-      return revokeTx(accountId, keyId, now);
+      return revokeTx(accountId, keyId, now, false);
+    },
+    /**
+     * The operator's revocation (a leaked key). `allowLast` revokes the account's last
+     * active key too, which locks the account out: no key is left to make another.
+     */
+    revokeKeyAsOperator(accountId: string, keyId: string, now: number, allowLast: boolean): RevokeResult {
+      return revokeTx(accountId, keyId, now, allowLast);
     },
     touchKey(keyId: string, now: number): void {
       touch.run(now, keyId);

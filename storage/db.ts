@@ -1,6 +1,14 @@
 // Opens the one SQLite database and brings its schema up to date. WAL with
-// synchronous=NORMAL: a commit survives a process crash, and Litestream (which reads
-// the WAL) takes the checkpoints, so auto-checkpointing stays on only as a backstop.
+// synchronous=NORMAL: a commit survives a process crash (it is in the WAL, in the OS's
+// cache), and Litestream copies the WAL off the machine (README "Deployment").
+// Who checkpoints: Litestream, PASSIVE from 1,000 WAL pages (RESTART from 10,000). Between
+// its checkpoints it holds a read transaction begun just after the last one, so no other
+// connection can restart the WAL before Litestream has copied it, and none can copy a
+// frame written since into the database file. SQLite's automatic checkpoint (PASSIVE,
+// 1,000 pages) stays on: under Litestream it finds nothing it may copy, and without
+// Litestream (no replica) it keeps the WAL from growing without bound. The service never
+// runs a TRUNCATE or RESTART checkpoint of its own. The busy timeout lets a write wait out
+// the short write lock Litestream takes to checkpoint (Litestream asks for 5 s).
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -16,6 +24,7 @@ export function openDatabase(file: string, opts: { busyTimeoutMs?: number } = {}
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
+  db.pragma('wal_autocheckpoint = 1000');
   db.pragma(`busy_timeout = ${Math.max(0, Math.floor(opts.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS))}`);
   db.pragma('foreign_keys = ON');
   migrate(db);

@@ -3,6 +3,7 @@
 import type { Db } from './db.ts';
 import { transactional } from './db.ts';
 import { createAccountsRepo } from './accounts.ts';
+import { createAccountErasure } from './account-erasure.ts';
 import { createIdempotencyRepo } from './idempotency.ts';
 import { createUsageRepo } from './usage.ts';
 import { createAgentsRepo } from './agents.ts';
@@ -17,6 +18,7 @@ import { createCallPromptsRepo } from './call-prompts.ts';
 import { createWebhookDeliveriesRepo } from './webhook-deliveries.ts';
 import { createCallAnalysisRepo } from './call-analysis.ts';
 import { createRecordingsRepo } from './recordings.ts';
+import { createRecordingTransfersRepo } from './recording-transfers.ts';
 import { createCampaignsRepo } from './campaigns.ts';
 import { createSmsMessagesRepo } from './sms-messages.ts';
 import { createSmsCampaignsRepo } from './sms-campaigns.ts';
@@ -24,11 +26,14 @@ import { createSmsOptOutsRepo } from './sms-opt-outs.ts';
 import type { SecretBox } from './secret-box.ts';
 
 export function createStorage(db: Db, secrets: SecretBox) {
+  // One repository instance: erasure drops the rows authentication caches.
+  const accounts = createAccountsRepo(db);
   return {
     db,
     secrets,
     tx: transactional(db),
-    accounts: createAccountsRepo(db),
+    accounts,
+    accountErasure: createAccountErasure(db, accounts),
     idempotency: createIdempotencyRepo(db),
     usage: createUsageRepo(db),
     numbers: createPhoneNumbersRepo(db, secrets),
@@ -43,6 +48,7 @@ export function createStorage(db: Db, secrets: SecretBox) {
     webhookDeliveries: createWebhookDeliveriesRepo(db),
     analysis: createCallAnalysisRepo(db),
     recordings: createRecordingsRepo(db),
+    recordingTransfers: createRecordingTransfersRepo(db),
     campaigns: createCampaignsRepo(db, secrets),
     sms: createSmsMessagesRepo(db),
     smsCampaigns: createSmsCampaignsRepo(db),

@@ -15,6 +15,12 @@ export interface Usage {
 /** Whether usage counts a message row: every received one, and every one the carrier took (sms_sent). */
 export const SMS_COUNTED = `(direction = 'inbound' OR status IN ('sent', 'delivered', 'undelivered') OR sent_at IS NOT NULL)`;
 
+/** The first instant of `now`'s UTC month: where "this month" starts for GET /v1/usage and the operator's list. */
+export function startOfUtcMonth(now: number): number {
+  const d = new Date(now);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+}
+
 export function createUsageRepo(db: Db) {
   // Live rows and what erased ones counted (usage_erased, written by call-erasure.ts): an erasure never lowers usage.
   const calls = db.prepare<[string, number, number, string, number, number], { calls: number; inbound: number; outbound: number; minutes: number | null }>(

@@ -64,7 +64,7 @@ async function converse(c: Customer, from = nextNumber()): Promise<string> {
 const analysed = (c: Customer, id: string) => recordWhere(stack, c, id, (r) => r.analysis_status !== 'pending', 20_000, 'the analysis outcome');
 
 /** api.md's payload whitelist for an inbound call's call.completed (voicemail_detected is outbound only). */
-const CALL_COMPLETED_KEYS = ['event', 'call_id', 'agent_id', 'direction', 'from', 'to', 'status', 'ended_reason', 'started_at', 'ended_at', 'duration_seconds', 'transcript', 'summary', 'sentiment', 'successful', 'extracted', 'bookings', 'recording_url', 'recording_duration_seconds', 'campaign_id', 'avg_latency_ms'];
+const CALL_COMPLETED_KEYS = ['event', 'call_id', 'agent_id', 'direction', 'channel', 'from', 'to', 'status', 'ended_reason', 'started_at', 'ended_at', 'duration_seconds', 'transcript', 'summary', 'sentiment', 'successful', 'extracted', 'bookings', 'recording_url', 'recording_duration_seconds', 'campaign_id', 'avg_latency_ms'];
 
 /** The call.completed deliveries that reached `path`, parsed. */
 const completedAt = (path: string): { raw: ReceivedWebhook; body: any }[] =>

@@ -22,11 +22,11 @@ afterAll(async () => {
 });
 
 const LIST_FIELDS = [
-  'call_id', 'agent_id', 'direction', 'from_number', 'to_number', 'started_at', 'ended_at', 'duration_seconds', 'ended_reason',
+  'call_id', 'agent_id', 'direction', 'channel', 'from_number', 'to_number', 'started_at', 'ended_at', 'duration_seconds', 'ended_reason',
   'call_summary', 'caller_sentiment', 'call_successful', 'recording_url',
 ].sort();
 const RECORD_FIELDS = [
-  'call_id', 'agent_id', 'direction', 'call_status', 'from_number', 'to_number', 'started_at', 'ended_at', 'duration_ms', 'duration_seconds',
+  'call_id', 'agent_id', 'direction', 'channel', 'call_status', 'from_number', 'to_number', 'started_at', 'ended_at', 'duration_ms', 'duration_seconds',
   'ended_reason', 'charged_minutes', 'transcript', 'summary', 'sentiment', 'successful', 'extracted', 'bookings', 'recording_url',
   'recording_duration_seconds', 'voicemail_detected', 'campaign_id', 'avg_latency_ms', 'analysis_status', 'created_at',
   // Beyond contract.md §6: the pre-call gate's decision (issue 10), null when no gate ran.

@@ -76,7 +76,7 @@ async function deliveryBecomes(key: string, id: string, ok: (d: any) => boolean,
 }
 
 const POST_CALL_NULLS = ['ended_reason', 'ended_at', 'duration_seconds', 'transcript', 'summary', 'sentiment', 'successful', 'extracted', 'recording_url', 'recording_duration_seconds', 'avg_latency_ms'];
-const EVENT_KEYS = ['event', 'call_id', 'agent_id', 'direction', 'from', 'to', 'status', 'started_at', ...POST_CALL_NULLS, 'bookings', 'campaign_id'];
+const EVENT_KEYS = ['event', 'call_id', 'agent_id', 'direction', 'channel', 'from', 'to', 'status', 'started_at', ...POST_CALL_NULLS, 'bookings', 'campaign_id'];
 
 describe('call.started', () => {
   it('goes once to a URL set as primary, second and agent webhook, about CALL_STARTED_DELAY_MS after connect, whitelisted and signed', async () => {

@@ -16,7 +16,7 @@ import { transferPolicy, transferTool, type TransferPolicy } from '../../voice/c
 import { resumeAfterTransfer, type TransferResume } from './engine-transfer.ts';
 import type { Storage } from '../../storage/index.ts';
 import { AGENT_DEFAULTS, type AgentConfig } from '../../storage/agents.ts';
-import { settingsOf, type NumberSettings } from '../../storage/phone-numbers.ts';
+import { settingsOf, type NumberSettings, type NumberSource } from '../../storage/phone-numbers.ts';
 import type { CallContext } from '../../machines/call-outcome.ts';
 import type { EngineCall } from '../../voice/engine/engine.ts';
 import { httpTools, type CustomFunctionDef, type HttpTool } from '../../voice/conversation/tools.ts';
@@ -61,7 +61,13 @@ export interface ConversationSetup {
 
 export interface SetupInput {
   agent: AgentConfig;
-  number: Pick<NumberSettings, 'custom_prompt' | 'voice_id' | 'speaking_rate'> & Partial<Pick<NumberSettings, 'dtmf_enabled' | 'voicemail_leave_enabled' | 'voicemail_message' | 'require_booking_confirmation' | 'record_call'>> | null;
+  number:
+    | (Pick<NumberSettings, 'custom_prompt' | 'voice_id' | 'speaking_rate'> &
+        Partial<Pick<NumberSettings, 'dtmf_enabled' | 'voicemail_leave_enabled' | 'voicemail_message' | 'require_booking_confirmation' | 'record_call'>> & {
+          /** How the number was added: an operator's (`dashboard`) takes the agent's voicemail setting. */
+          source?: NumberSource;
+        })
+    | null;
   /** The call was dialed with carrier answering-machine detection (then the engine does not screen). */
   amdEnabled?: boolean;
   /** The number's custom functions, oldest first. */
@@ -86,6 +92,12 @@ export interface SetupInput {
   callerPhone?: string;
   /** The call's account and number (texts go from it). */
   line?: { accountId: string; phoneNumber: string };
+  /**
+   * A web call from a browser (POST /v1/web-calls): `number.custom_prompt` holds the
+   * number's web_prompt; there is no carrier leg to transfer or key in on, and nothing
+   * but the platform can record it.
+   */
+  web?: boolean;
 }
 
 export const SPEAKING_RATE = { min: 0.5, max: 1.5 } as const;
@@ -122,8 +134,8 @@ export function buildSetup(p: SetupInput): ConversationSetup {
   const name = p.caller?.name ?? null;
   const voiceId = p.number?.voice_id || a.voice_id;
   // Offered only when the developer's own prompt for the call asks for transfers.
-  const transfer = transferPolicy(a, [a.system_prompt, p.number?.custom_prompt, p.callPrompt]);
-  const keypad = (p.number?.dtmf_enabled ?? a.dtmf_enabled) === true;
+  const transfer = p.web ? null : transferPolicy(a, [a.system_prompt, p.number?.custom_prompt, p.callPrompt]);
+  const keypad = !p.web && (p.number?.dtmf_enabled ?? a.dtmf_enabled) === true;
   const http = httpTools(p.functions ?? [], p.inCallUrl ?? null);
   const zone = bookingZone(a.timezone);
   const identity = p.identity ?? { callId: '', agentId: null };
@@ -166,8 +178,15 @@ export function buildSetup(p: SetupInput): ConversationSetup {
     resume: p.resume ?? null,
     bookings,
     sms,
-    voicemail: voicemailSetupOf({ direction: p.direction, amdEnabled: p.amdEnabled === true, resumed: !!p.resume, number: p.number, campaignPrompt: p.campaignCall ? p.callPrompt : null }),
-    recording: (p.number?.record_call ?? a.record_call) ? a.recording_source : null,
+    voicemail: voicemailSetupOf({
+      direction: p.direction,
+      amdEnabled: p.amdEnabled === true,
+      resumed: !!p.resume,
+      number: p.number,
+      agent: a,
+      campaignPrompt: p.campaignCall ? p.callPrompt : null,
+    }),
+    recording: (p.number?.record_call ?? a.record_call) ? (p.web ? 'platform' : a.recording_source) : null,
     conversation: {
       // Back after a failed transfer the agent speaks at once: the caller is waiting to hear.
       aiSpeaksFirst: p.resume ? true : a.ai_speaks_first,
@@ -194,12 +213,16 @@ export function createSetupLoader(deps: SetupLoaderDeps): (call: EngineCall) => 
     if (!ctx || ctx.accountId !== call.accountId) return null;
     const agent = (ctx.agentId ? storage.agents.get(ctx.accountId, ctx.agentId) : undefined) ?? AGENT_DEFAULTS;
     const numberRow = storage.numbers.get(ctx.accountId, ctx.phoneNumber);
-    // The caller is the far end: `from` on inbound calls, `to` on outbound ones.
+    // The caller is the far end: `from` on inbound calls, `to` on outbound ones. A web call's has no phone number.
+    const web = ctx.provider === 'web';
     const farEnd = ctx.direction === 'inbound' ? ctx.from : ctx.to;
-    const caller = storage.callers.get(ctx.accountId, ctx.phoneNumber, farEnd) ?? null;
+    const caller = web ? null : (storage.callers.get(ctx.accountId, ctx.phoneNumber, farEnd) ?? null);
+    const settings = numberRow ? { ...settingsOf(numberRow), source: numberRow.source } : null;
     return buildSetup({
       agent,
-      number: numberRow ? settingsOf(numberRow) : null,
+      // A web call on a number takes the number's web_prompt where a phone call takes its custom_prompt.
+      number: settings && web ? { ...settings, custom_prompt: numberRow!.web_prompt } : settings,
+      web,
       caller,
       // Outbound: the call's prompt; inbound: the pre-call gate's custom_prompt/dynamic_vars, if any.
       callPrompt: storage.callPrompts.get(ctx.id),
@@ -213,7 +236,7 @@ export function createSetupLoader(deps: SetupLoaderDeps): (call: EngineCall) => 
       inCallUrl: inCallUrlOf(storage.integrations.get(ctx.accountId, 'automation', { phoneNumber: ctx.phoneNumber })?.config),
       identity: { callId: publicIdOf(ctx), agentId: ctx.agentId },
       crm: crmOf(storage.integrations.get(ctx.accountId, 'crm', { phoneNumber: ctx.phoneNumber })),
-      callerPhone: farEnd,
+      ...(web ? {} : { callerPhone: farEnd }),
       line: { accountId: ctx.accountId, phoneNumber: ctx.phoneNumber },
     });
   };

@@ -1,5 +1,6 @@
 // Which calls the voicemail screen runs on and with what message (the number's own
-// setting, or for a batch campaign's call one the model writes from its prompt), and how
+// setting, the agent's for a number an operator added, or for a batch campaign's call one
+// the model writes from its prompt), and how
 // the model's structured answer is read.
 import { describe, expect, it } from 'vitest';
 import { classifiedVerdict, voicemailSetupOf } from './engine-voicemail.ts';
@@ -33,6 +34,21 @@ describe('voicemailSetupOf', () => {
     expect(voicemailSetupOf({ ...outbound, number: number(null, null), campaignPrompt: '  ' })).toEqual({ message: null });
     // Carrier AMD decides by itself: no screen, no message.
     expect(voicemailSetupOf({ ...outbound, amdEnabled: true, number: null, campaignPrompt })).toBeNull();
+  });
+
+  it('a number an operator added takes the agent’s setting while its own is null (contract.md 5); its own wins; an API number never takes it', () => {
+    const agent = { voicemail_leave_enabled: true, voicemail_message: 'This is the agent’s message.' };
+    const dashboard = (leave: boolean | null, message: string | null) => ({ ...number(leave, message), source: 'dashboard' as const });
+    expect(voicemailSetupOf({ ...outbound, number: dashboard(null, null), agent })).toEqual({ message: agent.voicemail_message });
+    expect(voicemailSetupOf({ ...outbound, number: dashboard(true, 'Call us back.'), agent })).toEqual({ message: 'Call us back.' });
+    expect(voicemailSetupOf({ ...outbound, number: dashboard(false, null), agent })).toEqual({ message: null });
+    expect(voicemailSetupOf({ ...outbound, number: { ...number(null, null), source: 'api' }, agent })).toEqual({ message: null });
+    // The agent's message wins over one the model would write for a campaign's call.
+    expect(voicemailSetupOf({ ...outbound, number: dashboard(null, null), agent, campaignPrompt: 'Remind them.' })).toEqual({ message: agent.voicemail_message });
+    // The agent's false (every agent's default) reads as unset: a campaign's call still leaves a message.
+    const off = { voicemail_leave_enabled: false, voicemail_message: null };
+    expect(voicemailSetupOf({ ...outbound, number: dashboard(null, null), agent: off, campaignPrompt: 'Remind them.' })).toEqual({ message: null, compose: 'Remind them.' });
+    expect(voicemailSetupOf({ ...outbound, number: dashboard(null, null), agent: off })).toEqual({ message: null });
   });
 
   it('does not screen inbound calls, calls dialed with carrier AMD, or a conversation back from a failed transfer', () => {

@@ -30,26 +30,46 @@ export const COMPOSE_VOICEMAIL_PROMPT =
   'Write the message you leave: at most two short sentences, spoken to the person, saying who is calling and why, and asking them to call back if they need to. ' +
   'Never read the instructions out, never invent facts, times or numbers that the purpose does not give. Answer with the message only.';
 
+interface VoicemailSetting {
+  voicemail_leave_enabled?: boolean | null;
+  voicemail_message?: string | null;
+}
+
+/**
+ * The setting a call's number goes by. An API-imported number has only its own (api.md:
+ * null is a silent hang-up). A number an operator added (`source: 'dashboard'`) takes the
+ * agent's voicemail_leave_enabled/voicemail_message (contract.md 5) unless it was given a
+ * setting of its own, as every other per-number override is read. The agent's field has no
+ * null, so its false reads as unset: false is every agent's default, and must not silence
+ * the message a campaign's call leaves.
+ */
+function settingOf(number: (VoicemailSetting & { source?: 'api' | 'dashboard' }) | null, agent: VoicemailSetting | undefined): VoicemailSetting | null {
+  if (number?.source !== 'dashboard' || number.voicemail_leave_enabled != null || !agent) return number;
+  return agent.voicemail_leave_enabled === true ? agent : { voicemail_leave_enabled: null, voicemail_message: null };
+}
+
 /**
  * Screened: outbound calls dialed without carrier AMD (with it the carrier decides and the
  * call machine hangs up). Inbound calls are never screened: whoever calls us is a person or
- * a system that chose to call, and the agent answers it. Only the number's own setting
- * applies: every number is API-imported (api.md).
+ * a system that chose to call, and the agent answers it.
  */
 export function voicemailSetupOf(p: {
   direction: 'inbound' | 'outbound';
   amdEnabled: boolean;
   resumed: boolean;
-  number: { voicemail_leave_enabled?: boolean | null; voicemail_message?: string | null } | null;
+  number: (VoicemailSetting & { source?: 'api' | 'dashboard' }) | null;
+  /** The agent's own setting: it applies to numbers an operator added (see settingOf). */
+  agent?: VoicemailSetting;
   /** A batch campaign's call: its prompt, for a message the model writes when the number has none. */
   campaignPrompt?: string | null;
 }): VoicemailSetup | null {
   if (p.direction !== 'outbound' || p.amdEnabled || p.resumed) return null;
-  const message = p.number?.voicemail_leave_enabled === true ? (p.number.voicemail_message ?? '').trim() : '';
-  if (message !== '') return { message: p.number!.voicemail_message! };
+  const setting = settingOf(p.number, p.agent);
+  const message = setting?.voicemail_leave_enabled === true ? (setting.voicemail_message ?? '').trim() : '';
+  if (message !== '') return { message: setting!.voicemail_message! };
   // A number set to false on purpose stays silent, campaign or not; unset (null), a
   // campaign's call leaves the message api.md's batch behaviour promises.
-  if (p.number?.voicemail_leave_enabled === false) return { message: null };
+  if (setting?.voicemail_leave_enabled === false) return { message: null };
   const purpose = (p.campaignPrompt ?? '').trim();
   return purpose === '' ? { message: null } : { message: null, compose: purpose };
 }

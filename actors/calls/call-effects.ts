@@ -146,8 +146,10 @@ export function callEffects(deps: CallEffectDeps): Record<string, EffectHandler<
 
   const hangup: EffectHandler<CallContext> = {
     async run({ context: ctx, markSent }): Promise<CallEvent> {
-      // No carrier event ever named the call: there is nothing at the carrier to end.
-      if (ctx.carrierCallId === null) return { type: 'HANGUP.DONE', at: now() };
+      // No carrier event ever named the call (a web call never has a carrier leg): there is
+      // nothing at the carrier to end. A web call's browser socket is closed by its media
+      // session once the call is finished (http/web-media-ws.ts).
+      if (ctx.carrierCallId === null || ctx.provider === 'web') return { type: 'HANGUP.DONE', at: now() };
       const row = numberOf(deps.numbers, ctx);
       if (!row) return { type: 'HANGUP.DONE', at: now() };
       markSent();

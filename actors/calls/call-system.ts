@@ -18,7 +18,7 @@ import { createCarrierVoices, type CarrierVoices } from './carrier-voices.ts';
 import { createConcurrency, type Concurrency } from '../runtime/concurrency.ts';
 import { createScheduler, type Scheduler } from '../runtime/scheduler.ts';
 import { createSupervisor, type InspectionSink, type StepResult } from '../runtime/supervisor.ts';
-import { createMediaBindings } from './media-bindings.ts';
+import { createMediaBindings, createWebMediaBindings, type WebMediaBindings } from './media-bindings.ts';
 import { registerCallGauges } from './gauges.ts';
 import { enqueueCallStarted } from '../outbox/call-events-out.ts';
 import { POST_CALL_SETTLE_MS } from '../post-call/analysis-plan.ts';
@@ -228,7 +228,9 @@ export function createCallSystem(deps: CallSystemDeps) {
     const snap = snapshotOf(id);
     return snap !== null && !isFinished(snap);
   };
-  const bindings: MediaBindings = createMediaBindings(storage.calls, { contextOf, isLive, send: (id, e) => send(id, e) === 'taken' }, log);
+  const bindingTargets = { contextOf, isLive, send: (id: string, e: unknown) => send(id, e) === 'taken' };
+  const bindings: MediaBindings = createMediaBindings(storage.calls, bindingTargets, log);
+  const webBindings: WebMediaBindings = createWebMediaBindings(storage.calls, bindingTargets, log);
   const pump = setInterval(() => concurrency.pumpAll(), PUMP_INTERVAL_MS);
   pump.unref();
 
@@ -410,6 +412,8 @@ export function createCallSystem(deps: CallSystemDeps) {
     },
     /** How a media websocket claims its call with the one-time token. */
     bindings,
+    /** How a browser's websocket claims its web call with the one-time access token. */
+    webBindings,
     stop(): void {
       clearInterval(pump);
       scheduler?.stop();

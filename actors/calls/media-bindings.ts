@@ -44,3 +44,40 @@ export function createMediaBindings(calls: CallsRepo, targets: BindingTargets, l
     },
   };
 }
+
+/** How a browser's websocket claims its web call (http/web-media-ws.ts). */
+export interface WebMediaBindings {
+  /**
+   * The web call this access token opens, or null when the token is unknown, used,
+   * expired (past the call's `connectBy`) or its call is over. One-time like a carrier's:
+   * the token is spent by the first claim, whatever its outcome.
+   */
+  claim(token: string, at: number): MediaBinding | null;
+}
+
+export function createWebMediaBindings(calls: CallsRepo, targets: BindingTargets, log: Logger): WebMediaBindings {
+  return {
+    claim(token, at) {
+      const claimed = calls.claimMediaToken('web', token);
+      if (!claimed) return null;
+      const ctx = targets.contextOf(claimed.internalId);
+      if (!ctx || ctx.provider !== 'web' || !targets.isLive(claimed.internalId) || ctx.accountId !== claimed.accountId) return null;
+      // Expired: the call's own deadline ends it (no-answer) at this instant, if it has not yet.
+      if (ctx.connectBy !== undefined && at > ctx.connectBy) return null;
+      const callId = ctx.id;
+      return {
+        callId,
+        accountId: ctx.accountId,
+        direction: ctx.direction,
+        agentId: ctx.agentId,
+        deliver(event) {
+          try {
+            targets.send(callId, event);
+          } catch (err) {
+            log.error({ err, call_id: callId }, 'web media event delivery failed');
+          }
+        },
+      };
+    },
+  };
+}

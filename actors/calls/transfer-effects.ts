@@ -70,12 +70,15 @@ export function transferEffects(deps: TransferEffectDeps, base: Record<string, E
           : sent(run.intent);
       }
       const { plan, carrier } = found;
+      const provider = run.context.provider;
+      // A web call has no carrier leg to hand over (its conversation is never offered the transfer tool).
+      if (provider === 'web') return { type: 'TRANSFER.FAILED', at: now(), attempt: plan.attempt, reason: 'failed' };
       run.markSent();
       try {
         const { legId } = await carrier.place(plan);
         return { type: 'TRANSFER.PLACED', at: now(), attempt: plan.attempt, ...(legId ? { legId } : {}) };
       } catch (err) {
-        const outcome = classifyDialError(run.context.provider, err);
+        const outcome = classifyDialError(provider, err);
         if (outcome instanceof DialRejected) return { type: 'TRANSFER.FAILED', at: now(), attempt: plan.attempt, reason: 'failed' };
         return { type: 'TRANSFER.UNKNOWN', at: now(), attempt: plan.attempt };
       }

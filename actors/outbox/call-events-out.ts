@@ -33,6 +33,8 @@ export function callEventPayload(call: CallRow, event: CallEvent): Record<string
     call_id: call.call_id,
     agent_id: call.agent_id,
     direction: call.direction,
+    // `web` for a browser's web call (POST /v1/web-calls; its row's provider is `web`), `phone` otherwise.
+    channel: call.provider === 'web' ? 'web' : 'phone',
     from: call.from_number,
     to: call.to_number,
     status: call.call_status,

@@ -68,7 +68,8 @@ export function crmNoteText(call: CallRow): string {
  * (empty when there is nothing to sync). Only INSERTs.
  */
 export function enqueueCrmSync(storage: Storage, call: CallRow, now: number, crmBaseUrl: string): string[] {
-  if (call.phone_number === null || call.started_at === null) return [];
+  // A web call has no caller phone number to find or create a contact by.
+  if (call.phone_number === null || call.started_at === null || call.provider === 'web') return [];
   if (!storage.integrations.get(call.account_id, 'crm', { phoneNumber: call.phone_number })) return [];
   const phone = otherPartyOf(call);
   if (!E164.test(phone)) return [];

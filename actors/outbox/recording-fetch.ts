@@ -1,4 +1,5 @@
-// Fetching a carrier's recording of a call (recording_source `provider`) into DATA_DIR.
+// Fetching a carrier's recording of a call (recording_source `provider`) into DATA_DIR
+// (and from there into the bucket, when there is one: actors/recordings/recording-store.ts).
 // The carrier's "ready" callback commits an outbox delivery of kind `recording` (event
 // `recording.fetch`, URL the carrier's media URL), so the fetch is retried on the
 // outbox's schedule and survives restarts like any delivery; a repeated callback adds
@@ -19,7 +20,7 @@ import { Writable } from 'node:stream';
 import { z } from 'zod';
 import type { Storage } from '../../storage/index.ts';
 import type { DeliveryRow } from '../../storage/webhook-deliveries.ts';
-import { attachRecording, newRecordingSlot } from '../recordings/recording-store.ts';
+import { keepRecording, newRecordingSlot } from '../recordings/recording-store.ts';
 import type { AttemptResult } from './webhook-retry.ts';
 import { downloadTarget } from '../../voice/target-download.ts';
 import { TargetRequestError, toTargetError } from '../../voice/target-request.ts';
@@ -115,6 +116,8 @@ export interface RecordingFetchDeps {
   sources: RecordingSources;
   timeoutMs: number;
   signal: AbortSignal;
+  /** RECORDINGS_BUCKET_URL is set: the fetched file is uploaded there before the call points at it. */
+  toBucket?: boolean;
   /** The https agent for carrier B's links (tests: one that trusts the simulator's CA). */
   agent?: Agent;
 }
@@ -129,7 +132,8 @@ export async function attemptRecordingFetch(row: DeliveryRow, deps: RecordingFet
   }
   const call = deps.storage.calls.getByInternalId(job.internal_id);
   if (!call || call.account_id !== row.account_id) return { kind: 'abandon', message: 'the call was erased' };
-  if (call.recording_path !== null) return { kind: 'answer', status: 200 };
+  // Fetched already: attached, or on its way to the bucket (a repeat after a crash fetches nothing twice).
+  if (call.recording_path !== null || deps.storage.recordingTransfers.uploadPending(job.internal_id)) return { kind: 'answer', status: 200 };
   if (call.recording_requested_at === null) return { kind: 'abandon', message: 'the call no longer expects a carrier recording' };
   const problem = recordingUrlProblem(job.provider, row.url, deps.sources);
   if (problem !== null) return { kind: 'abandon', message: problem };
@@ -180,8 +184,13 @@ export async function attemptRecordingFetch(row: DeliveryRow, deps: RecordingFet
   const seconds = job.duration_seconds ?? Math.round(sink.summary!.seconds);
   try {
     await rename(part, slot.full);
-    const stored = await attachRecording({ storage: deps.storage, publicBaseUrl: deps.publicBaseUrl, clock: deps.clock }, { accountId: row.account_id, internalId: job.internal_id }, slot, seconds);
-    if (stored === null) return { kind: 'abandon', message: 'the call was erased while its recording was fetched' };
+    const kept = await keepRecording(
+      { storage: deps.storage, publicBaseUrl: deps.publicBaseUrl, clock: deps.clock, toBucket: deps.toBucket ?? false },
+      { accountId: row.account_id, internalId: job.internal_id },
+      slot,
+      seconds,
+    );
+    if (kept.kind === 'erased') return { kind: 'abandon', message: 'the call was erased while its recording was fetched' };
   } catch (err) {
     await unlink(part).catch(() => {});
     return { kind: 'error', message: `storing the recording failed (${(err as Error).message})` };

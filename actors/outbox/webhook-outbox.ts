@@ -59,6 +59,8 @@ export interface WebhookOutboxDeps {
   publicBaseUrl?: string;
   /** Where carrier recordings may come from (TWILIO_API_BASE); default TWILIO_API_BASE's default. */
   recordingSources?: RecordingSources;
+  /** RECORDINGS_BUCKET_URL is set: fetched carrier recordings are uploaded there. */
+  recordingsToBucket?: boolean;
 }
 
 /** What one attempt came to, as the webhook.test endpoint reports it. */
@@ -201,6 +203,7 @@ export function createWebhookOutbox(deps: WebhookOutboxDeps): WebhookOutbox {
               sources: recordingSources,
               timeoutMs: RECORDING_FETCH_TIMEOUT_MS,
               signal,
+              toBucket: deps.recordingsToBucket ?? false,
               ...(deps.agent ? { agent: deps.agent } : {}),
             })
         : await attemptCrmDelivery(row, { storage, clock, timeoutMs: deps.timeoutMs, signal });

@@ -31,7 +31,8 @@ export function recordAnalysisOutcome(storage: Storage, call: CallRow, o: Analys
     const fields = a === null ? null : { summary: a.summary, sentiment: a.sentiment, successful: a.successful, extracted: a.extracted };
     const recorded = storage.analysis.recordOutcome(call.account_id, internalId, { status: o.status, fields }, now);
     if (recorded) {
-      if (o.conversation && call.phone_number !== null) {
+      // A web call has no caller phone number: no caller memory is kept for it.
+      if (o.conversation && call.phone_number !== null && call.provider !== 'web') {
         const lastCall = lastCallOf(call.started_at ?? call.created_at, a);
         // A failed analysis cannot tell whether the open item was settled: it stays.
         storage.callers.remember(call.account_id, call.phone_number, otherPartyOf(call), JSON.stringify(lastCall), a === null ? undefined : a.open_item, now);

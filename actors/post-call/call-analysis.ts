@@ -159,7 +159,7 @@ export function createCallAnalysisWorker(deps: CallAnalysisDeps): CallAnalysisWo
   async function ask(call: CallRow): Promise<ParsedAnswer> {
     const agent = call.agent_id === null ? undefined : storage.agents.get(call.account_id, call.agent_id);
     const fields = agent?.extraction_fields ?? [];
-    const previous = call.phone_number === null ? undefined : storage.callers.get(call.account_id, call.phone_number, otherPartyOf(call));
+    const previous = call.phone_number === null || call.provider === 'web' ? undefined : storage.callers.get(call.account_id, call.phone_number, otherPartyOf(call));
     try {
       const content = await deps.model!.complete({
         messages: analysisMessages({

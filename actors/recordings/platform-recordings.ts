@@ -8,7 +8,7 @@ import type { Storage } from '../../storage/index.ts';
 import type { EngineCall, MediaOutput } from '../../voice/engine/engine.ts';
 import { createCallRecorder, type CallRecorder } from '../../voice/recording/call-recorder.ts';
 import { encodeMp3From, MP3_SAMPLE_RATE } from '../../voice/recording/mp3.ts';
-import { storeRecording } from './recording-store.ts';
+import { storeRecording, type RecordingStoreDeps } from './recording-store.ts';
 
 export interface EngineRecording extends Pick<CallRecorder, 'inbound' | 'outbound' | 'clear'> {
   /** The AI leg ended: encode and attach the file to the call (asynchronously; never throws). */
@@ -24,8 +24,10 @@ export interface PlatformRecordings {
 }
 
 export interface PlatformRecordingsDeps {
-  storage: Pick<Storage, 'recordings' | 'analysis'>;
+  storage: RecordingStoreDeps['storage'];
   publicBaseUrl: string;
+  /** RECORDINGS_BUCKET_URL is set: the file is uploaded before the call points at it. */
+  toBucket?: boolean;
   log: Logger;
   /** Wall clock (epoch ms): when the file was saved. */
   clock: () => number;
@@ -49,8 +51,18 @@ export function createPlatformRecordings(deps: PlatformRecordingsDeps): Platform
     // Mixed slice by slice as it is encoded: no long hold of the event loop the live calls share.
     const mp3 = await encodeMp3From(samples, (from, out) => rec.mixRange(from, out));
     const seconds = Math.round((samples / MP3_SAMPLE_RATE) * 100) / 100;
-    const stored = await storeRecording({ storage: deps.storage, publicBaseUrl: deps.publicBaseUrl, clock: deps.clock }, { accountId: call.accountId, internalId: call.callId }, mp3, seconds);
-    deps.log.info({ call_id: call.callId, seconds, bytes: mp3.length, stored: stored !== null, encode_ms: Math.round(performance.now() - started) }, 'call recording saved');
+    const kept = await storeRecording(
+      { storage: deps.storage, publicBaseUrl: deps.publicBaseUrl, clock: deps.clock, toBucket: deps.toBucket ?? false },
+      { accountId: call.accountId, internalId: call.callId },
+      mp3,
+      seconds,
+    );
+    // `uploading`: written here and waiting for the bucket; it is saved once the bucket confirms it.
+    const uploading = kept?.kind === 'uploading';
+    deps.log.info(
+      { call_id: call.callId, seconds, bytes: mp3.length, stored: kept !== null && kept.kind !== 'erased', encode_ms: Math.round(performance.now() - started) },
+      uploading ? 'call recording written; its upload to the bucket is committed' : 'call recording saved',
+    );
   }
 
   return {

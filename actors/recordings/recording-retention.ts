@@ -3,7 +3,10 @@
 // file is already gone (the next sweep clears it), never a file nothing points at. The
 // sweep's only state is the calls table (`recording_saved_at`): it runs at start, so a
 // recording that expired while the service was down goes at the next start, and then
-// every RECORDING_SWEEP_INTERVAL_MS, on the service's clock.
+// every RECORDING_SWEEP_INTERVAL_MS, on the service's clock. A recording kept in the
+// bucket is forgotten in the transaction that commits its delete (storage/recording-transfers.ts):
+// the bucket's worker (bucket-transfers.ts) deletes the object, retrying until the store
+// confirms, and the link is dead from that commit on.
 import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -14,7 +17,7 @@ const BATCH = 200;
 const DAY_MS = 86_400_000;
 
 export interface RecordingRetentionDeps {
-  storage: Pick<Storage, 'recordings'>;
+  storage: Pick<Storage, 'recordings' | 'recordingTransfers' | 'tx'>;
   clock: () => number;
   log: Logger;
   retentionDays: number;
@@ -40,6 +43,14 @@ export function createRecordingRetention(deps: RecordingRetentionDeps): Recordin
     for (;;) {
       const rows = storage.recordings.expiredBefore(clock() - deps.retentionDays * DAY_MS, BATCH);
       for (const r of rows) {
+        if (r.recording_store === 'bucket') {
+          storage.tx(() => {
+            storage.recordingTransfers.enqueueDelete(r.recording_path, clock());
+            storage.recordings.forget(r);
+          });
+          deleted++;
+          continue;
+        }
         try {
           await unlink(join(dataDir, r.recording_path));
         } catch (err) {

@@ -4,18 +4,16 @@ import { ApiError } from '../errors.ts';
 import { defineRoute, ok } from '../route.ts';
 import { isoTime, queryDate } from '../schemas.ts';
 import type { AppDeps } from '../deps.ts';
+import { BUCKET_ERASURE_NOTE } from './calls.ts';
+import { ERASURE_BUCKET_WAIT_MS } from '../../actors/recordings/bucket-transfers.ts';
+import { startOfUtcMonth } from '../../storage/usage.ts';
 
 const usageQuery = z.object({
   since: queryDate().optional().meta({ description: 'Start of the period (inclusive). Default: the first instant of the current UTC month.' }),
   until: queryDate().optional().meta({ description: 'End of the period (exclusive). Default: now.' }),
 });
 
-const startOfMonth = (now: number): number => {
-  const d = new Date(now);
-  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
-};
-
-export function accountRoutes({ storage, clock, calls }: AppDeps) {
+export function accountRoutes({ storage, clock, calls, recordings }: AppDeps) {
   return [
     defineRoute({
       method: 'GET',
@@ -63,7 +61,7 @@ export function accountRoutes({ storage, clock, calls }: AppDeps) {
       errors: ['invalid_request'],
       handler: ({ auth, query }) => {
         const now = clock();
-        const since = query.since ?? startOfMonth(now);
+        const since = query.since ?? startOfUtcMonth(now);
         const until = query.until ?? now;
         if (until < since) throw new ApiError('invalid_request', 'until must not be before since.', { field: 'until' });
         const usage = storage.usage.forAccount(auth!.accountId, since, until);
@@ -80,7 +78,7 @@ export function accountRoutes({ storage, clock, calls }: AppDeps) {
         200: {
           description:
             'Everything is gone; the keys no longer work. First the account’s live calls are hung up at the carrier (each waits at most 5 s), ' +
-            'its queued calls dropped and its actors stopped; then every row goes.',
+            `its queued calls dropped and its actors stopped; then every row goes, and the recording files kept by this service with them. ${BUCKET_ERASURE_NOTE}`,
           schema: z.object({ deleted: z.literal(true) }),
         },
       },
@@ -89,7 +87,8 @@ export function accountRoutes({ storage, clock, calls }: AppDeps) {
       handler: async ({ auth, query }) => {
         if (query.confirm !== 'true') throw new ApiError('confirmation_required');
         await calls.stopAccount(auth!.accountId);
-        storage.accounts.deleteAccount(auth!.accountId);
+        const erased = storage.accountErasure.erase(auth!.accountId, { onlyIfIdle: false });
+        if (erased.kind === 'erased') await recordings.transfers.deleteNow(erased.bucketDeletes, ERASURE_BUCKET_WAIT_MS);
         return ok({ deleted: true });
       },
     }),

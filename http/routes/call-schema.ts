@@ -121,6 +121,13 @@ export const listQuery = z.object({
   phone_number: z.string().optional().meta({ description: 'Only calls on this number of yours (the from number outbound, the to number inbound).' }),
 });
 
+/** How the caller reached the agent: `web` for a browser's web call (its row's provider is `web`), `phone` for every carrier call. */
+export const channelOf = (r: Pick<CallRow, 'provider'>): 'phone' | 'web' => (r.provider === 'web' ? 'web' : 'phone');
+const channel = z.enum(['phone', 'web']).meta({
+  description:
+    '`web`: a web call from a browser (POST /v1/web-calls): `direction` is `inbound` (the person called the agent), `from_number` is `"web"`, `to_number` the number it was made on or `"web"` when made to an agent. `phone`: a call through a carrier.',
+});
+
 const durationSeconds = (r: CallRow): number | null => (r.duration_ms === null ? null : Math.ceil(r.duration_ms / 1000));
 const bool = (v: number | null): boolean | null => (v === null ? null : v === 1);
 
@@ -128,6 +135,7 @@ export const listItem = z.object({
   call_id: z.string(),
   agent_id: z.string().nullable(),
   direction: z.enum(['inbound', 'outbound']),
+  channel,
   from_number: z.string(),
   to_number: z.string(),
   started_at: z.string().nullable().meta({ description: 'When the call connected; null if it never did.' }),
@@ -145,6 +153,7 @@ export function listItemView(r: CallRow) {
     call_id: r.call_id,
     agent_id: r.agent_id,
     direction: r.direction,
+    channel: channelOf(r),
     from_number: r.from_number,
     to_number: r.to_number,
     started_at: isoOrNull(r.started_at),
@@ -162,6 +171,7 @@ export const callRecord = z.object({
   call_id: z.string(),
   agent_id: z.string().nullable(),
   direction: z.enum(['inbound', 'outbound']),
+  channel,
   call_status: z.enum(CALL_STATUSES),
   from_number: z.string(),
   to_number: z.string(),
@@ -185,7 +195,13 @@ export const callRecord = z.object({
     description: "Post-call analysis: one key per the agent's `extraction_fields` (null when the call did not tell); null when the agent has none, or the analysis failed.",
   }),
   bookings: z.array(bookingView).meta({ description: 'Calendar changes made during the call through the number\'s CRM, in order; empty when none.' }),
-  recording_url: z.string().nullable(),
+  recording_url: z.string().nullable().meta({
+    description:
+      'The recording’s public link (`GET /recordings/{file}`, no API key); null when the call was not recorded, and while its recording is not stored yet. ' +
+      'It is set once the recording is stored, normally before `call.completed`. When the operator keeps recordings in a bucket (RECORDINGS_BUCKET_URL) ' +
+      'that has not confirmed the upload within the wait (30 s after the agent’s leg for `platform`, a minute after the call’s end for `provider`), ' +
+      '`call.completed` goes with `recording_url` null, the upload is retried, and the link appears on this record once the bucket confirms it (no further event).',
+  }),
   recording_duration_seconds: z.number().nullable(),
   voicemail_detected: z.boolean().meta({ description: 'Outbound calls: an answering machine answered (found by carrier AMD, or by the agent’s own screen when amd_enabled is false); ended_reason is then voicemail_detected.' }),
   campaign_id: z.string().nullable(),
@@ -205,6 +221,7 @@ export function callRecordView(r: CallRow) {
     call_id: r.call_id,
     agent_id: r.agent_id,
     direction: r.direction,
+    channel: channelOf(r),
     call_status: r.call_status,
     from_number: r.from_number,
     to_number: r.to_number,

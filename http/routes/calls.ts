@@ -8,13 +8,18 @@ import { page } from '../schemas.ts';
 import type { AppDeps } from '../deps.ts';
 import { callRecord, callRecordView, listItem, listItemView, listQuery } from './call-schema.ts';
 import { outboundRoutes } from './calls-outbound.ts';
+import { ERASURE_BUCKET_WAIT_MS } from '../../actors/recordings/bucket-transfers.ts';
 
 const LIVE_NOTE =
   'A call still queued or on the line is ended first (a queued call leaves its queue; a connected call is hung up at the carrier), ' +
   'and nothing more is recorded for it.';
+/** Shared with DELETE /v1/account (account.ts). */
+export const BUCKET_ERASURE_NOTE =
+  'Recordings kept in the operator’s bucket (RECORDINGS_BUCKET_URL): their links stop working at once, and the answer waits for the bucket ' +
+  `to confirm each delete (${ERASURE_BUCKET_WAIT_MS / 1000} s at most); a delete the bucket has not confirmed by then stays queued and is retried until it does.`;
 
 export function callRoutes(deps: AppDeps) {
-  const { storage, calls } = deps;
+  const { storage, calls, recordings } = deps;
   return [
     ...outboundRoutes(deps),
     defineRoute({
@@ -79,15 +84,18 @@ export function callRoutes(deps: AppDeps) {
       tag: 'Calls',
       responses: {
         200: {
-          description: `The record, its transcript, analysis and recording file are gone. ${LIVE_NOTE}`,
+          description: `The record, its transcript, analysis and recording file are gone. ${LIVE_NOTE} ${BUCKET_ERASURE_NOTE}`,
           schema: z.object({ call_id: z.string(), deleted: z.literal(true), recording_deleted: z.boolean() }),
         },
       },
       errors: ['call_not_found'],
-      handler: ({ auth, params }) => {
+      // Async: the answer waits for the bucket's deletes; the rows go in the erasure's own transaction.
+      async: true,
+      handler: async ({ auth, params }) => {
         const erased = storage.calls.deleteOne(auth!.accountId, params['call_id']!);
         if (!erased) throw new ApiError('call_not_found');
         if (erased.internalId !== null) calls.discard(erased.internalId);
+        await recordings.transfers.deleteNow(erased.bucketDeletes, ERASURE_BUCKET_WAIT_MS);
         return ok({ call_id: erased.callId, deleted: true, recording_deleted: erased.recordingDeleted });
       },
     }),
@@ -101,7 +109,7 @@ export function callRoutes(deps: AppDeps) {
           description:
             'Irreversible, no confirmation. Answered once every call record, transcript, analysis, recording file and SMS message of the account ' +
             `is gone (a text still on its way, queued or asked of the carrier, stays until it is sent, exactly once); agents, numbers, keys, SMS opt-outs and usage ` +
-            `(GET /v1/usage still counts the erased calls and texts) are untouched. ${LIVE_NOTE}`,
+            `(GET /v1/usage still counts the erased calls and texts) are untouched. ${LIVE_NOTE} ${BUCKET_ERASURE_NOTE}`,
           schema: z.object({
             deleted: z.literal(true),
             calls_deleted: z.number().int(),
@@ -111,9 +119,11 @@ export function callRoutes(deps: AppDeps) {
         },
       },
       errors: [],
-      handler: ({ auth }) => {
+      async: true,
+      handler: async ({ auth }) => {
         const erased = storage.calls.deleteAll(auth!.accountId);
         for (const id of erased.internalIds) calls.discard(id);
+        await recordings.transfers.deleteNow(erased.bucketDeletes, ERASURE_BUCKET_WAIT_MS);
         return ok({ deleted: true, calls_deleted: erased.calls, recordings_deleted: erased.recordings, sms_deleted: erased.sms });
       },
     }),

@@ -15,14 +15,16 @@ import { carrierTwilioTransferRoutes } from './carrier-twilio-transfer.ts';
 import { carrierTwilioRecordingRoutes } from './carrier-twilio-recording.ts';
 import { carrierTelnyxRoutes } from './carrier-telnyx.ts';
 import { debugRoutes } from './debug.ts';
+import { pageRoutes } from './pages.ts';
 import { recordingRoutes } from './recordings.ts';
 import { batchCampaignRoutes } from './batch-campaigns.ts';
 import { smsRoutes } from './sms.ts';
 import { smsCampaignRoutes } from './sms-campaigns.ts';
 import { carrierTwilioSmsRoutes } from './carrier-twilio-sms.ts';
+import { webCallRoutes } from './web-calls.ts';
 
 export function allRoutes(deps: AppDeps): RouteDef<any, any>[] {
   const routes: RouteDef<any, any>[] = [];
-  routes.push(...keyRoutes(deps), ...accountRoutes(deps), ...phoneNumberRoutes(deps), ...callerRoutes(deps), ...agentRoutes(deps), ...voiceRoutes(), ...integrationRoutes(deps), ...callRoutes(deps), ...batchCampaignRoutes(deps), ...smsCampaignRoutes(deps), ...smsRoutes(deps), ...carrierTwilioRoutes(deps), ...carrierTwilioSmsRoutes(deps), ...carrierTwilioTransferRoutes(deps), ...carrierTwilioRecordingRoutes(deps), ...carrierTelnyxRoutes(deps), ...debugRoutes(deps), ...recordingRoutes(deps), ...systemRoutes(deps, () => routes));
+  routes.push(...keyRoutes(deps), ...accountRoutes(deps), ...phoneNumberRoutes(deps), ...callerRoutes(deps), ...agentRoutes(deps), ...voiceRoutes(), ...integrationRoutes(deps), ...callRoutes(deps), ...webCallRoutes(deps), ...batchCampaignRoutes(deps), ...smsCampaignRoutes(deps), ...smsRoutes(deps), ...carrierTwilioRoutes(deps), ...carrierTwilioSmsRoutes(deps), ...carrierTwilioTransferRoutes(deps), ...carrierTwilioRecordingRoutes(deps), ...carrierTelnyxRoutes(deps), ...debugRoutes(deps), ...pageRoutes(), ...recordingRoutes(deps), ...systemRoutes(deps, () => routes));
   return routes;
 }

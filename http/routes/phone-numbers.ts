@@ -7,7 +7,7 @@ import { created, defineRoute, ok } from '../route.ts';
 import { E164, page } from '../schemas.ts';
 import type { AppDeps } from '../deps.ts';
 import { findVoice } from '../../voice/voices.ts';
-import { connectNumber, credentialsFrom } from '../../voice/carriers/number-import.ts';
+import { credentialsFrom, importNumber, type ImportDeps } from '../../voice/carriers/number-import.ts';
 import { randomBase62 } from '../../storage/ids.ts';
 import { MAX_UNPAGINATED, settingsOf, type CarrierCredentials, type ImportHolder, type NumberSettings } from '../../storage/phone-numbers.ts';
 import { numberImportApiError } from './number-import-errors.ts';
@@ -56,7 +56,12 @@ const SETTABLE = Object.keys(patchBody.shape);
 
 export function phoneNumberRoutes({ storage, clock, config }: AppDeps) {
   const numbers = storage.numbers;
-  const endpoints = { twilioApiBase: config.twilioApiBase, telnyxApiBase: config.telnyxApiBase, publicBaseUrl: config.publicBaseUrl };
+  const importDeps: ImportDeps = {
+    numbers,
+    endpoints: { twilioApiBase: config.twilioApiBase, telnyxApiBase: config.telnyxApiBase, publicBaseUrl: config.publicBaseUrl },
+    clock,
+    newEventsToken: () => randomBase62(32),
+  };
 
   // Imports of one number run one after another, so two concurrent imports cannot leave
   // the carrier pointing at one events token and the database holding the other.
@@ -153,25 +158,16 @@ export function phoneNumberRoutes({ storage, clock, config }: AppDeps) {
           throw numberImportApiError(err);
         }
         return oneAtATime(phoneNumber, async () => {
-          const holder = numbers.holder(accountId, phoneNumber, body.agent_id);
-          if (holder.kind === 'other_account' || holder.kind === 'other_agent') throw conflictError(holder, phoneNumber);
-          // Carrier B's events token: kept on a re-import so a call in progress keeps its event URL.
-          const eventsToken = (holder.kind === 'same_agent' ? holder.row.events_token : null) ?? randomBase62(32);
-          const connected = await connectNumber(endpoints, phoneNumber, credentials, eventsToken).catch((err: unknown) => {
-            throw numberImportApiError(err);
-          });
-          const result = numbers.import({
+          const result = await importNumber(importDeps, {
             accountId,
             phoneNumber,
             agentId: body.agent_id,
             credentials,
             source: 'api',
-            carrierNumberSid: connected.carrierNumberSid,
-            carrierNumberId: connected.carrierNumberId,
-            eventsToken: connected.eventsToken,
             inboundEnabled: body.inbound_enabled,
             outboundEnabled: body.outbound_enabled,
-            now: clock(),
+          }).catch((err: unknown) => {
+            throw numberImportApiError(err);
           });
           if (result.kind === 'agent_gone') throw agentReference(body.agent_id);
           if (result.kind === 'conflict') throw conflictError(result.holder, phoneNumber);

@@ -12,6 +12,7 @@ import { recordings } from './009-recordings.ts';
 import { crmDeliveries } from './010-crm-deliveries.ts';
 import { batchCampaigns } from './011-batch-campaigns.ts';
 import { sms } from './012-sms.ts';
+import { recordingBucket } from './013-recording-bucket.ts';
 
 export interface Migration {
   version: number;
@@ -19,4 +20,4 @@ export interface Migration {
   sql: string;
 }
 
-export const migrations: Migration[] = [foundation, configuration, calls, durableRuntime, webhookOutbox, callAnalysis, precall, bookingConfirmation, recordings, crmDeliveries, batchCampaigns, sms];
+export const migrations: Migration[] = [foundation, configuration, calls, durableRuntime, webhookOutbox, callAnalysis, precall, bookingConfirmation, recordings, crmDeliveries, batchCampaigns, sms, recordingBucket];

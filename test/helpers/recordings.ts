@@ -22,8 +22,16 @@ export function saveRecording(storage: Storage, dataDir: string, accountId: stri
   const file = join(dataDir, path);
   mkdirSync(join(dataDir, 'recordings'), { recursive: true });
   writeFileSync(file, bytes);
-  const internalId = `call_${randomBytes(8).toString('hex')}`;
   const now = Date.now();
+  const internalId = saveCompletedCall(storage, accountId, now);
+  const link = `/recordings/${token}.mp3`;
+  if (!storage.recordings.attach(accountId, internalId, `${publicBaseUrl}${link}`, path, 60, now)) throw new Error('the recording was not attached');
+  return { link, file, bytes };
+}
+
+/** A completed minute-long inbound call of `accountId`, ended at `now`, without a recording; returns its internal (and public) id. */
+export function saveCompletedCall(storage: Storage, accountId: string, now = Date.now()): string {
+  const internalId = `call_${randomBytes(8).toString('hex')}`;
   storage.calls.save({
     internalId,
     callId: internalId,
@@ -48,7 +56,5 @@ export function saveRecording(storage: Storage, dataDir: string, accountId: stri
     createdAt: now - 60_000,
     updatedAt: now,
   });
-  const link = `/recordings/${token}.mp3`;
-  if (!storage.recordings.attach(accountId, internalId, `${publicBaseUrl}${link}`, path, 60, now)) throw new Error('the recording was not attached');
-  return { link, file, bytes };
+  return internalId;
 }

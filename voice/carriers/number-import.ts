@@ -1,9 +1,10 @@
-// The carrier side of importing a number: checks the shape of the credentials, asks
-// the carrier whether they work and whether its account owns the number, and points
-// the number's voice and SMS webhooks at this service. Every failure is a
-// NumberImportError saying what went wrong in carrier terms; the API layer maps it to
-// its codes and messages (http/routes/number-import-errors.ts).
-import type { CarrierCredentials, Provider } from '../../storage/phone-numbers.ts';
+// Importing a number: checks the shape of the credentials, asks the carrier whether
+// they work and whether its account owns the number, points the number's voice and SMS
+// webhooks at this service, and stores it (importNumber, the one path of the API's
+// import and the operator's `add-number`). Every carrier failure is a NumberImportError
+// saying what went wrong in carrier terms; the API layer maps it to its codes and
+// messages (http/routes/number-import-errors.ts), the admin command prints it.
+import type { CarrierCredentials, ImportResult, NumberSource, PhoneNumbersRepo, Provider } from '../../storage/phone-numbers.ts';
 import { CarrierAuthError, CarrierRequestError, CarrierUnreachableError, type CarrierName } from './errors.ts';
 import { createTelnyxRest } from './telnyx-rest.ts';
 import { createTwilioRest } from './twilio-rest.ts';
@@ -197,4 +198,52 @@ export async function connectNumber(
   const profile = found.messaging_profile_id;
   if (profile) await step('messaging', phoneNumber, () => rest.setMessagingWebhook(profile, eventsUrl));
   return { carrierNumberSid: null, carrierNumberId: found.id, eventsToken };
+}
+
+/** One number to import: credentials already checked for shape (credentialsFrom). */
+export interface ImportRequest {
+  accountId: string;
+  phoneNumber: string;
+  agentId: string;
+  credentials: CarrierCredentials;
+  /** `api` through POST /v1/phone-numbers, `dashboard` when an operator adds it (contract.md 5). */
+  source: NumberSource;
+  inboundEnabled?: boolean | undefined;
+  outboundEnabled?: boolean | undefined;
+}
+
+export interface ImportDeps {
+  numbers: Pick<PhoneNumbersRepo, 'holder' | 'import'>;
+  endpoints: CarrierEndpoints;
+  clock: () => number;
+  /** A fresh carrier B events token (unguessable); a re-import keeps the stored one. */
+  newEventsToken: () => string;
+}
+
+/**
+ * Imports a number: the holder is checked before the carrier is bothered (a number on
+ * another agent or account is a conflict), the carrier is asked and the number pointed
+ * here, then the row is written, which checks holder and agent again (the carrier calls
+ * ran outside any transaction). Carrier failures throw NumberImportError; nothing is
+ * stored then, though earlier carrier changes stay.
+ */
+export async function importNumber(deps: ImportDeps, req: ImportRequest): Promise<ImportResult> {
+  const holder = deps.numbers.holder(req.accountId, req.phoneNumber, req.agentId);
+  if (holder.kind === 'other_account' || holder.kind === 'other_agent') return { kind: 'conflict', holder };
+  // Carrier B's events token: kept on a re-import so a call in progress keeps its event URL.
+  const eventsToken = (holder.kind === 'same_agent' ? holder.row.events_token : null) ?? deps.newEventsToken();
+  const connected = await connectNumber(deps.endpoints, req.phoneNumber, req.credentials, eventsToken);
+  return deps.numbers.import({
+    accountId: req.accountId,
+    phoneNumber: req.phoneNumber,
+    agentId: req.agentId,
+    credentials: req.credentials,
+    source: req.source,
+    carrierNumberSid: connected.carrierNumberSid,
+    carrierNumberId: connected.carrierNumberId,
+    eventsToken: connected.eventsToken,
+    inboundEnabled: req.inboundEnabled,
+    outboundEnabled: req.outboundEnabled,
+    now: deps.clock(),
+  });
 }
