@@ -143,6 +143,7 @@ export function createSmsMessagesRepo(db: Db) {
   const awaitingStmt = db.prepare<[number, number, number], SmsRow>(
     `SELECT * FROM sms_messages WHERE status = 'sent' AND created_at >= ? AND COALESCE(updated_at, created_at) < ? ORDER BY created_at LIMIT ?`,
   );
+  const forgetRefusedStmt = db.prepare<[string]>(`DELETE FROM sms_messages WHERE message_id = ? AND status = 'failed' AND carrier_message_id IS NULL AND sent_at IS NULL`);
   const setReplyStmt = db.prepare(`UPDATE sms_messages SET reply_state = ?, updated_at = ? WHERE message_id = ?`);
   const pendingRepliesStmt = db.prepare<[], SmsRow>(`SELECT * FROM sms_messages WHERE reply_state = 'pending' ORDER BY created_at, rowid`);
   const cancelQueuedStmt = db.prepare<[number, string]>(
@@ -268,6 +269,14 @@ export function createSmsMessagesRepo(db: Db) {
      */
     awaitingReport(since: number, quietSince: number, limit: number): SmsRow[] {
       return awaitingStmt.all(since, quietSince, limit);
+    },
+
+    /**
+     * Removes a single send the carrier refused while its request was still waiting: the
+     * caller is answered with the refusal, so, as with any refused request, nothing stays.
+     */
+    forgetRefused(messageId: string): boolean {
+      return forgetRefusedStmt.run(messageId).changes === 1;
     },
 
     setReplyState(messageId: string, state: 'answered' | 'failed', now: number): void {

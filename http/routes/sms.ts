@@ -4,8 +4,9 @@
 // idempotent answer and sent exactly once through the number's paced sender. The request
 // waits a moment for the first attempt so that a certain refusal is its answer: an
 // unregistered US sender is 400 sms_not_supported_in_region, a carrier that cannot be
-// reached 502 carrier_unreachable (the message is then failed and never sent); a message
-// still waiting its turn (the number is busy) or whose answer was lost is answered 201.
+// reached 502 carrier_unreachable (the message is then never sent, and not kept: the
+// refused request changes nothing); a message still waiting its turn (the number is busy)
+// or whose answer was lost is answered 201.
 import { z } from 'zod';
 import { ApiError, referenceError } from '../errors.ts';
 import { created, defineRoute, ok } from '../route.ts';
@@ -27,14 +28,14 @@ const listQuery = smsListQuery.extend({
 /** A certain refusal of the first attempt, as the API's error; null when the answer is 201. */
 function refusalOf(row: SmsRow): ApiError | null {
   if (row.status !== 'failed') return null;
-  const details = { message_id: row.message_id, ...(row.error_message ? { carrier_message: row.error_message } : {}) };
+  const details = row.error_message ? { carrier_message: row.error_message } : undefined;
   switch (row.error_code) {
     case 'sms_not_supported_in_region':
       return new ApiError('sms_not_supported_in_region', `The carrier refused to send from ${row.from_number}: US application-to-person SMS needs the number registered (A2P 10DLC) with the carrier first.`, details);
     case 'recipient_unsubscribed':
       return new ApiError('recipient_unsubscribed', `${row.to_number} has unsubscribed from ${row.from_number} (texted STOP); they can text START to resubscribe.`, details);
     case 'carrier_unreachable':
-      return new ApiError('carrier_unreachable', 'The carrier could not be reached, so the message was not sent (it is recorded as failed). Send it again shortly.', details);
+      return new ApiError('carrier_unreachable', 'The carrier could not be reached, so the message was not sent. Send it again shortly.', details);
     case 'carrier_auth_failed':
       return new ApiError('carrier_auth_failed', `The carrier refused the credentials stored for ${row.from_number}; import the number again with working credentials.`, details);
     default:
@@ -83,7 +84,11 @@ export function smsRoutes({ storage, sms }: AppDeps) {
           idempotency?.store(answer.status, answer.body);
         });
         const refusal = refusalOf(row);
-        if (refusal) throw refusal;
+        if (refusal) {
+          // Refused while the request waited: nothing was sent, and, as with any refused request, nothing stays.
+          storage.sms.forgetRefused(row.message_id);
+          throw refusal;
+        }
         return answer!;
       },
     }),

@@ -9,10 +9,10 @@
 //      missing_field naming `to`), invalid_phone_format (to, from_number), message_too_long
 //      (1601), from_number_not_owned (another account's number, an unknown one),
 //      agent_not_found 400 (a foreign or unknown agent_id), recipient_unsubscribed (the
-//      recipient texted STOP). The carrier's refusals record a failed message, as the
-//      route documents: sms_not_supported_in_region (an unregistered US sender, 400) and
-//      carrier_unreachable (502 provider_error: the carrier's port closed, so the
-//      request provably never left; the message is failed and never sent).
+//      recipient texted STOP). The carrier's refusals while the request waits change
+//      nothing either (no message kept, nothing sent): sms_not_supported_in_region (an
+//      unregistered US sender, 400) and carrier_unreachable (502 provider_error: the
+//      carrier's port closed, so the request provably never left).
 //   3. Exactly once: Idempotency-Key replays one message (the carrier took one); a lost
 //      answer (the carrier took it, the connection dropped) is reconciled with the
 //      carrier's list, answered 201 and ends sent/delivered with the carrier's id, never
@@ -160,18 +160,15 @@ describe.each(['twilio', 'telnyx'] as const)('single SMS on %s', (provider: Prov
     expect(sim.sentTo(to)).toBe(1);
   }, TEST_MS);
 
-  it('answers sms_not_supported_in_region for an unregistered US sender and records the message failed', async () => {
+  it('answers sms_not_supported_in_region for an unregistered US sender and keeps nothing', async () => {
     const to = phone();
     sim.unregistered(c.number);
     try {
       const res = await sendSms(stack, c, to, 'Unregistered hello');
       const e = expectApiError(res, 400, 'invalid_request', 'sms_not_supported_in_region');
-      expect(e.details.message_id).toMatch(MSG_ID);
-      const got = await getSms(stack, c.key, e.details.message_id);
-      expect(got.status, got.text).toBe(200);
-      expect(got.body.message).toMatchObject({ status: 'failed', error_code: 'sms_not_supported_in_region', to, from: c.number, direction: 'outbound' });
+      expect(e.message).toContain(c.number);
       const listed = await listSms(stack, c.key, `?phone_number=${enc(to)}`);
-      expect(listed.body.messages.map((m: any) => m.message_id)).toEqual([e.details.message_id]);
+      expect(listed.body.messages).toEqual([]);
       expect(sim.sentTo(to)).toBe(0);
       expect(sim.requests(to)).toHaveLength(1);
     } finally {
@@ -294,7 +291,7 @@ describe('a carrier that cannot be reached', () => {
     await dead?.server.close();
   });
 
-  it('answers 502 carrier_unreachable and records the message failed, never sent', async () => {
+  it('answers 502 carrier_unreachable, keeps nothing and never sends it', async () => {
     const customers = { twilio: await newCustomer(dead, 'twilio'), telnyx: await newCustomer(dead, 'telnyx') };
     const extra = await importNumber(dead, customers.twilio.key, customers.twilio.agentId, 'twilio');
     // Both carriers' ports closed: every connection is refused, so no request can have left.
@@ -304,17 +301,15 @@ describe('a carrier that cannot be reached', () => {
       const c = customers[provider];
       const to = phone();
       const res = await sendSms(dead, c, to, 'Nobody home');
-      const e = expectApiError(res, 502, 'provider_error', 'carrier_unreachable');
-      expect(e.details.message_id).toMatch(MSG_ID);
-      const got = await getSms(dead, c.key, e.details.message_id);
-      expect(got.body.message).toMatchObject({ status: 'failed', error_code: 'carrier_unreachable', to, from: c.number });
-      expect((await listSms(dead, c.key)).body.count).toBe(1);
+      expectApiError(res, 502, 'provider_error', 'carrier_unreachable');
+      expect((await listSms(dead, c.key)).body.count).toBe(0);
     }
-    // Another number of the account meets the same refusal; the message stays failed (no retry later).
+    // Another number of the account meets the same refusal; nothing is kept, so nothing is tried again later.
     const res = await sendSms(dead, { key: customers.twilio.key, number: extra.number }, phone());
-    const e = expectApiError(res, 502, 'provider_error', 'carrier_unreachable');
+    expectApiError(res, 502, 'provider_error', 'carrier_unreachable');
     await new Promise((r) => setTimeout(r, 1500));
-    expect((await getSms(dead, customers.twilio.key, e.details.message_id)).body.message.status).toBe('failed');
+    expect((await listSms(dead, customers.twilio.key)).body.count).toBe(0);
+    expect(dead.server.storage.db.prepare("SELECT COUNT(*) AS n FROM sms_messages WHERE status IN ('queued', 'sending')").get()).toEqual({ n: 0 });
   }, TEST_MS);
 });
 
