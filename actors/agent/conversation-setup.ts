@@ -146,7 +146,8 @@ export function buildSetup(p: SetupInput): ConversationSetup {
     : null;
   return {
     systemPrompt: assemblePrompt({
-      agent: a,
+      // The prompt offers texts only when the call can send one (incall_sms_enabled, and a far end to text).
+      agent: sms || !a.incall_sms_enabled ? a : { ...a, incall_sms_enabled: false },
       numberPrompt: p.number?.custom_prompt ?? null,
       callPrompt: p.callPrompt,
       recipientVars: p.recipientVars ?? null,

@@ -39,6 +39,18 @@ describe('the call’s setup', () => {
     expect(s.tools.map((t) => t.function.name)).toEqual(['end_call']);
     expect(s.sms).toBeNull();
   });
+
+  it('the prompt offers a text only when one can be sent: not without the setting, nor without a far end to text', () => {
+    const offers = 'You may offer to send the caller a text message';
+    const refuses = 'You cannot send text messages';
+    expect(buildSetup(setupInput(true)).systemPrompt).toContain(offers);
+    expect(buildSetup(setupInput(false)).systemPrompt).toContain(refuses);
+    // A withheld caller id (or a web call): nobody to text, so the model must not promise one.
+    const anonymous = buildSetup(setupInput(true, { callerPhone: undefined }));
+    expect(anonymous.sms).toBeNull();
+    expect(anonymous.systemPrompt).toContain(refuses);
+    expect(anonymous.systemPrompt).not.toContain(offers);
+  });
 });
 
 type Sent = Parameters<CallTexts['send']>[0];
