@@ -150,6 +150,14 @@ export function runQueueWaitMs(pid: number): number {
   }
 }
 
+/** Server CPU ms per second while it does nothing (timers, the scheduler), measured over a second. */
+export async function idleCpuPerSecond(child: ChildProcess): Promise<number> {
+  const cpu0 = await serverCpuMs(child);
+  const t0 = performance.now();
+  await new Promise((r) => setTimeout(r, 1000));
+  return ((await serverCpuMs(child)) - cpu0) / ((performance.now() - t0) / 1000);
+}
+
 export async function runBatchBench(o: BatchBenchOptions): Promise<void> {
   const bench = await startBenchServer('batch');
   const { child, sims, dataDir, url, server, placement, log } = bench;
@@ -167,10 +175,7 @@ export async function runBatchBench(o: BatchBenchOptions): Promise<void> {
     db.pragma('query_only = ON');
 
     // Idle baseline: what the server burns doing nothing (timers, scheduler), for scale.
-    const idle0 = await serverCpuMs(child);
-    const idleT0 = performance.now();
-    await sleep(1000);
-    const idleCpuPerS = ((await serverCpuMs(child)) - idle0) / ((performance.now() - idleT0) / 1000);
+    const idleCpuPerS = await idleCpuPerSecond(child);
 
     // ---- 1. Creating a campaign of o.recipients --------------------------------------
     const createPhones = Array.from({ length: o.recipients }, (_, i) => benchPhone(CREATE_BLOCK, i));

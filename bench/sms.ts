@@ -44,7 +44,7 @@ import type { SimSentMessage } from '../test/sim/sms-common.ts';
 import { benchCustomer } from './bench-customer.ts';
 import { first } from './dial-probe.ts';
 import { benchPhone, percentile, steadyRate } from './batch-plan.ts';
-import { runQueueWaitMs, send, serverCpuMs, serverLoopDelay } from './batch.ts';
+import { idleCpuPerSecond, runQueueWaitMs, send, serverCpuMs, serverLoopDelay } from './batch.ts';
 import { startBenchServer } from './bench-server.ts';
 import { machineTicks } from './process-cpu.ts';
 
@@ -106,10 +106,8 @@ export async function runSmsBench(o: SmsBenchOptions): Promise<void> {
     db = openDatabase(join(dataDir, 'switchboard.db'));
     db.pragma('query_only = ON');
 
-    const idle0 = await serverCpuMs(child);
-    const idleT0 = performance.now();
-    await sleep(1000);
-    const idleCpuPerS = ((await serverCpuMs(child)) - idle0) / ((performance.now() - idleT0) / 1000);
+    // Idle baseline: what the server burns doing nothing (timers, scheduler), for scale.
+    const idleCpuPerS = await idleCpuPerSecond(child);
 
     // ---- 1. Creating a campaign of o.recipients --------------------------------------
     const createPhones = Array.from({ length: o.recipients }, (_, i) => benchPhone(CREATE_BLOCK, i));

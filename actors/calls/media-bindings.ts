@@ -15,6 +15,24 @@ export interface BindingTargets {
   send(id: string, event: unknown): boolean;
 }
 
+/** The binding of a claimed stream to its call: its coarse events go to the call's actor. */
+function bindingOf(ctx: CallContext, targets: BindingTargets, log: Logger, what: string): MediaBinding {
+  const callId = ctx.id;
+  return {
+    callId,
+    accountId: ctx.accountId,
+    direction: ctx.direction,
+    agentId: ctx.agentId,
+    deliver(event) {
+      try {
+        targets.send(callId, event);
+      } catch (err) {
+        log.error({ err, call_id: callId }, `${what} event delivery failed`);
+      }
+    },
+  };
+}
+
 export function createMediaBindings(calls: CallsRepo, targets: BindingTargets, log: Logger): MediaBindings {
   return {
     claim(provider, token): MediaBinding | null {
@@ -23,20 +41,7 @@ export function createMediaBindings(calls: CallsRepo, targets: BindingTargets, l
       const ctx = targets.contextOf(claimed.internalId);
       // A finished call expects no stream: its token is spent all the same.
       if (!ctx || !targets.isLive(claimed.internalId) || ctx.accountId !== claimed.accountId) return null;
-      const callId = ctx.id;
-      return {
-        callId,
-        accountId: ctx.accountId,
-        direction: ctx.direction,
-        agentId: ctx.agentId,
-        deliver(event) {
-          try {
-            targets.send(callId, event);
-          } catch (err) {
-            log.error({ err, call_id: callId }, 'media event delivery failed');
-          }
-        },
-      };
+      return bindingOf(ctx, targets, log, 'media');
     },
     expects(provider, token): boolean {
       const id = calls.mediaTokenHolder(provider, token);
@@ -64,20 +69,7 @@ export function createWebMediaBindings(calls: CallsRepo, targets: BindingTargets
       if (!ctx || ctx.provider !== 'web' || !targets.isLive(claimed.internalId) || ctx.accountId !== claimed.accountId) return null;
       // Expired: the call's own deadline ends it (no-answer) at this instant, if it has not yet.
       if (ctx.connectBy !== undefined && at > ctx.connectBy) return null;
-      const callId = ctx.id;
-      return {
-        callId,
-        accountId: ctx.accountId,
-        direction: ctx.direction,
-        agentId: ctx.agentId,
-        deliver(event) {
-          try {
-            targets.send(callId, event);
-          } catch (err) {
-            log.error({ err, call_id: callId }, 'web media event delivery failed');
-          }
-        },
-      };
+      return bindingOf(ctx, targets, log, 'web media');
     },
   };
 }
